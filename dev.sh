@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Sets everything up, builds, and runs the demo or the tests.
+#
+#   ./dev.sh demo    build and run examples/vector_add (GPU: checks the result;
+#                    no GPU: compiles for an explicit target and says so)
+#   ./dev.sh test    build and run every test (gtest, pytest, packaging, compile-fail)
+#   ./dev.sh build   only set up and build
+#
+# Python: $PYTHON if set; else python3 when it already has triton (>= 3.6), pybind11 and
+# pytest (nothing is installed then); else a virtual environment in .venv with
+# triton==3.8.0. googletest comes from the system (apt's libgtest-dev, installed when
+# missing and apt is usable). Build directory: $BUILD_DIR (default: build).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+BUILD="${BUILD_DIR:-$ROOT/build}"
+TRITON_PIN="${TRITON_PIN:-triton==3.8.0}"
+CMD="${1:-}"
+
+log() { printf '\033[1m[dev.sh]\033[0m %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+has_deps() {
+  "$1" - <<'PY' 2>/dev/null
+import triton, pybind11, pytest
+major, minor = (int("".join(c for c in p if c.isdigit()) or 0) for p in triton.__version__.split(".")[:2])
+assert (major, minor) >= (3, 6), triton.__version__
+PY
+}
+
+setup_python() {
+  if [[ -n "${PYTHON:-}" ]]; then
+    has_deps "$PYTHON" || die "PYTHON=$PYTHON lacks triton>=3.6, pybind11 or pytest"
+    return
+  fi
+  if command -v python3 >/dev/null && has_deps "$(command -v python3)"; then
+    PYTHON="$(command -v python3)"
+    log "using $PYTHON (triton, pybind11 and pytest already importable: installing nothing)"
+    return
+  fi
+  local venv="$ROOT/.venv"
+  if [[ ! -x "$venv/bin/python" ]] || ! has_deps "$venv/bin/python"; then
+    log "creating $venv with $TRITON_PIN"
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --upgrade pip
+    "$venv/bin/python" -m pip install -q "$TRITON_PIN" pybind11 pytest numpy
+  fi
+  PYTHON="$venv/bin/python"
+}
+
+setup_system() {
+  if ! ls /usr/lib/*/cmake/GTest/GTestConfig.cmake /usr/lib/cmake/GTest/GTestConfig.cmake \
+       /usr/local/lib/cmake/GTest/GTestConfig.cmake >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null && [[ "$(id -u)" == 0 ]]; then
+      log "installing googletest (apt: libgtest-dev)"
+      apt-get install -y -q libgtest-dev >/dev/null || {
+        apt-get update -q >/dev/null && apt-get install -y -q libgtest-dev >/dev/null; }
+    else
+      die "googletest not found: install libgtest-dev (or GTest's CMake package)"
+    fi
+  fi
+  CMAKE="$(command -v cmake || true)"
+  [[ -z "$CMAKE" && -x "$(dirname "$PYTHON")/cmake" ]] && CMAKE="$(dirname "$PYTHON")/cmake"
+  [[ -n "$CMAKE" ]] || die "cmake (>= 3.22) not found"
+  GENERATOR=()
+  if command -v ninja >/dev/null || [[ -x "$(dirname "$PYTHON")/ninja" ]]; then
+    command -v ninja >/dev/null || export PATH="$(dirname "$PYTHON"):$PATH"
+    GENERATOR=(-G Ninja)
+  fi
+}
+
+build() {
+  setup_python
+  setup_system
+  if [[ -f "$BUILD/CMakeCache.txt" ]] && ! grep -q "^Python_EXECUTABLE:FILEPATH=$PYTHON\$" "$BUILD/CMakeCache.txt"; then
+    log "Python changed: reconfiguring $BUILD from scratch"
+    rm -rf "$BUILD"
+  fi
+  if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
+    "$CMAKE" -S "$ROOT" -B "$BUILD" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release \
+      -DPython_EXECUTABLE="$PYTHON"
+  fi
+  "$CMAKE" --build "$BUILD" --parallel "$(nproc)"
+}
+
+case "$CMD" in
+  demo)
+    build
+    log "running the demo"
+    "$BUILD/examples/vector_add"
+    ;;
+  test)
+    build
+    log "running the tests"
+    CTEST="$(dirname "$CMAKE")/ctest"
+    [[ -x "$CTEST" ]] || CTEST=ctest
+    "$CTEST" --test-dir "$BUILD" --output-on-failure -j "$(nproc)"
+    ;;
+  build)
+    build
+    ;;
+  *)
+    echo "usage: $0 demo|test|build" >&2
+    exit 2
+    ;;
+esac

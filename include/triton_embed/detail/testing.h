@@ -1,0 +1,50 @@
+#pragma once
+
+/*! \file
+ *  \brief Internal hooks for triton_embed's own tests and benchmarks. Not a stable API.
+ */
+
+#include <cstddef>
+#include <cstdint>
+
+#include "triton_embed/jit.h"
+
+namespace triton_embed::detail {
+
+TRITON_EMBED_API int host_path_dry_run(KernelState* kernel, const InternedOptions* options,
+                                       const ArgValue* args, size_t nargs, uint64_t* slots_out);
+
+namespace testing {
+
+/*! A new reference (as void*) to the tuple (specialization, bound_args) Triton's binder
+ *  would see for these C++ arguments. The caller holds the GIL. */
+TRITON_EMBED_API void* specialization(KernelState* kernel, const ArgValue* args, size_t nargs);
+
+template <class... Args>
+void* specialization_of(const JitFunction& fn, const Args&... args) {
+  ArgValue vals[kArgSlots<Args...> + 1];
+  fill_args(vals, args...);
+  return specialization(fn.state(), vals, sizeof...(Args));
+}
+
+/*! The launch path up to the driver call (explicit target required). Returns the number of
+ *  packed kernel parameters on a cache hit, -(n + 1) after a miss (which compiled). */
+template <class... Args>
+int dry_run(const JitFunction& fn, uint64_t* slots_out, const Args&... args) {
+  ArgValue vals[kArgSlots<Args...> + 1];
+  fill_args(vals, args...);
+  return host_path_dry_run(fn.state(), intern_options(fn.options()), vals, sizeof...(Args),
+                           slots_out);
+}
+
+/*! Number of Triton compiles this process has run through triton_embed. */
+TRITON_EMBED_API long compile_count();
+
+/*! Number of entries in a kernel's cache. */
+TRITON_EMBED_API size_t cache_size(const JitFunction& fn);
+
+/*! fp16 bits as Triton's launcher packs a Python float; false on overflow. */
+TRITON_EMBED_API bool half_bits(double value, uint16_t* bits);
+
+}  // namespace testing
+}  // namespace triton_embed::detail

@@ -1,0 +1,117 @@
+#pragma once
+
+/*! \file
+ *  \brief The exceptions triton_embed throws.
+ *
+ *  Every message names what went wrong, where (kernel, argument index and name) and what to
+ *  do, in one format:
+ *  \code
+ *  add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK): argument #3 'n': expected an integer, got a string
+ *  \endcode
+ */
+
+#include <stdexcept>
+#include <string>
+
+#include "triton_embed/detail/export.h"
+
+namespace triton_embed {
+
+/*! \brief Base class of every triton_embed exception. */
+class TRITON_EMBED_API Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& what) : std::runtime_error(what) {}
+  ~Error() override;
+};
+
+/*! \brief An argument or object has the wrong type (e.g. a string for a runtime parameter,
+ *  or a Python object that is not a \c @triton.jit function). */
+class TRITON_EMBED_API TypeError : public Error {
+ public:
+  using Error::Error;
+  ~TypeError() override;
+};
+
+/*! \brief A value is out of range or malformed (wrong argument count, a value that does not
+ *  fit an annotated type, an unknown compile option, a bad target string). */
+class TRITON_EMBED_API ValueError : public Error {
+ public:
+  using Error::Error;
+  ~ValueError() override;
+};
+
+/*! \brief A Python module or kernel could not be found; the message carries the Python
+ *  traceback. */
+class TRITON_EMBED_API LookupError : public Error {
+ public:
+  using Error::Error;
+  ~LookupError() override;
+};
+
+/*! \brief Triton failed to compile a kernel; the message holds Triton's message, the kernel
+ *  name and the specialised signature. A failed compile is not cached: the next call
+ *  compiles again. */
+class TRITON_EMBED_API CompileError : public Error {
+ public:
+  using Error::Error;
+  ~CompileError() override;
+};
+
+/*! \brief The feature is not supported by triton_embed (yet); the message says what to use. */
+class TRITON_EMBED_API NotSupportedError : public Error {
+ public:
+  using Error::Error;
+  ~NotSupportedError() override;
+};
+
+/*! \brief The embedded Python interpreter failed (start-up, an unexpected exception). */
+class TRITON_EMBED_API PythonError : public Error {
+ public:
+  using Error::Error;
+  ~PythonError() override;
+};
+
+/*! \brief A CUDA driver call failed. Keeps the call, the error name, code and text.
+ *  \code
+ *  try { add.launch(grid, stream, ...); }
+ *  catch (const triton_embed::CudaError& e) { std::cerr << e.call() << " " << e.code(); }
+ *  \endcode
+ */
+class TRITON_EMBED_API CudaError : public Error {
+ public:
+  CudaError(const std::string& what, std::string call, int code, std::string name,
+            std::string text);
+  ~CudaError() override;
+  /*! \brief The driver API call that failed, e.g. \c "cuLaunchKernelEx". */
+  const std::string& call() const noexcept { return call_; }
+  /*! \brief The \c CUresult value. */
+  int code() const noexcept { return code_; }
+  /*! \brief The error's name, e.g. \c "CUDA_ERROR_INVALID_VALUE". */
+  const std::string& name() const noexcept { return name_; }
+  /*! \brief The driver's description of the error. */
+  const std::string& text() const noexcept { return text_; }
+
+ private:
+  std::string call_;
+  int code_;
+  std::string name_;
+  std::string text_;
+};
+
+/*! \brief No usable GPU: the CUDA driver library is missing, fails to initialise, or sees no
+ *  device. Compiling still works with an explicit target (\c TRITON_EMBED_TARGET=cuda:90). */
+class TRITON_EMBED_API NoDeviceError : public CudaError {
+ public:
+  using CudaError::CudaError;
+  ~NoDeviceError() override;
+};
+
+/*! \brief A kernel needs more of a device resource (shared memory, threads) than the device
+ *  has. */
+class TRITON_EMBED_API OutOfResourcesError : public Error {
+ public:
+  using Error::Error;
+  ~OutOfResourcesError() override;
+};
+
+}  // namespace triton_embed

@@ -1,0 +1,228 @@
+#pragma once
+
+/*! \file
+ *  \brief Call a Python \c @triton.jit kernel from C++.
+ *
+ *  \code
+ *  #include <triton_embed/jit.h>
+ *
+ *  triton_embed::JitFunction add("pykernels.vector", "add_kernel");  // imports the module once
+ *  add.launch({triton_embed::cdiv(n, 1024)}, stream, x_ptr, y_ptr, out_ptr, n, 1024);
+ *  \endcode
+ *
+ *  The first launch with a new specialisation compiles the kernel in-process with Triton's
+ *  own compiler (sharing Triton's disk cache with Python) and loads the cubin; every later
+ *  launch with the same specialisation is plain C++: the arguments are specialised as Triton
+ *  does, looked up in a lock-free cache by a fixed-size key and launched with
+ *  \c cuLaunchKernelEx. No allocation, string formatting or Python on that path.
+ */
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "triton_embed/args.h"
+#include "triton_embed/detail/export.h"
+#include "triton_embed/dtype.h"
+#include "triton_embed/error.h"
+#include "triton_embed/grid.h"
+#include "triton_embed/options.h"
+#include "triton_embed/runtime.h"
+#include "triton_embed/stream.h"
+
+namespace triton_embed {
+
+namespace detail {
+struct CompiledKernelAccess;
+}
+
+/*! \brief One parameter of a kernel, read from the JITFunction's \c params. */
+struct ParamInfo {
+  std::string name;
+  int index = 0;
+  bool is_constexpr = false;
+  bool do_not_specialize = false;
+  bool do_not_specialize_on_alignment = false;
+  bool is_const = false;       //!< pointer annotated \c const
+  bool has_default = false;
+  std::string annotation;      //!< Triton's normalised annotation: \c "i32", \c "*fp16", ...
+  std::string default_repr;    //!< Python repr of the default value, when there is one
+};
+
+/*! \brief A kernel compiled for one specialisation and target. Owned by the cache; a
+ *  reference stays valid for the life of the process. */
+class TRITON_EMBED_API CompiledKernel {
+ public:
+  CompiledKernel(const CompiledKernel&) = delete;
+  CompiledKernel& operator=(const CompiledKernel&) = delete;
+
+  /*! \brief Triton's kernel hash: equal to \c CompiledKernel.hash in Python for the same
+   *  arguments and options. */
+  const std::string& hash() const noexcept { return hash_; }
+  const std::string& name() const noexcept { return name_; }
+  /*! \brief The target it was compiled for, e.g. \c "cuda:90". */
+  const std::string& target() const noexcept { return target_; }
+  /*! \brief The specialised signature, e.g. \c "add_kernel(x_ptr: *fp32 D, ..., BLOCK: constexpr = 1024)". */
+  const std::string& signature() const noexcept { return signature_; }
+  int num_warps() const noexcept { return num_warps_; }
+  int num_ctas() const noexcept { return num_ctas_; }
+  int num_stages() const noexcept { return num_stages_; }
+  /*! \brief Dynamic shared memory in bytes. */
+  int shared() const noexcept { return shared_; }
+  size_t global_scratch_size() const noexcept { return global_scratch_size_; }
+  size_t global_scratch_align() const noexcept { return global_scratch_align_; }
+  size_t profile_scratch_size() const noexcept { return profile_scratch_size_; }
+  size_t profile_scratch_align() const noexcept { return profile_scratch_align_; }
+  bool launch_cooperative_grid() const noexcept { return launch_cooperative_grid_; }
+  bool launch_pdl() const noexcept { return launch_pdl_; }
+  /*! \brief Number of kernel parameters the launch passes (runtime arguments plus Triton's
+   *  hidden scratch pointers). */
+  int num_kernel_params() const noexcept { return num_kernel_params_; }
+  /*! \brief The cubin. */
+  std::string_view cubin() const noexcept { return cubin_; }
+  /*! \brief The PTX, when Triton kept it. */
+  std::string_view ptx() const noexcept { return ptx_; }
+
+ private:
+  CompiledKernel() = default;
+  friend struct detail::CompiledKernelAccess;
+  std::string hash_, name_, target_, signature_, cubin_, ptx_;
+  int num_warps_ = 4, num_ctas_ = 1, num_stages_ = 3, shared_ = 0, num_kernel_params_ = 0;
+  size_t global_scratch_size_ = 0, global_scratch_align_ = 1;
+  size_t profile_scratch_size_ = 0, profile_scratch_align_ = 1;
+  bool launch_cooperative_grid_ = false, launch_pdl_ = false;
+};
+
+class JitFunction;
+
+namespace detail {
+/*! Options interned once per distinct set: \c id goes into the cache key. */
+struct InternedOptions {
+  uint32_t id;
+  Options options;
+};
+TRITON_EMBED_API const InternedOptions* intern_options(const Options& options);
+TRITON_EMBED_API KernelState* load_kernel(std::string_view module, std::string_view name);
+TRITON_EMBED_API KernelState* inner_kernel(KernelState* kernel);
+TRITON_EMBED_API void launch(KernelState* kernel, const InternedOptions* options,
+                             const GridSpec& grid, Stream stream, const ArgValue* args,
+                             size_t nargs);
+TRITON_EMBED_API const CompiledKernel& compile(KernelState* kernel,
+                                               const InternedOptions* options,
+                                               const ArgValue* args, size_t nargs);
+TRITON_EMBED_API const std::vector<ParamInfo>& kernel_params(const KernelState* kernel) noexcept;
+TRITON_EMBED_API const std::string& kernel_module(const KernelState* kernel) noexcept;
+TRITON_EMBED_API const std::string& kernel_name(const KernelState* kernel) noexcept;
+TRITON_EMBED_API const std::string& kernel_wrapper(const KernelState* kernel) noexcept;
+TRITON_EMBED_API std::string kernel_signature(const KernelState* kernel);
+constexpr size_t kMaxArgs = 96;
+}  // namespace detail
+
+/*! \brief A handle to a \c @triton.jit kernel of a Python module.
+ *
+ *  Constructing one imports the module (once per process) and reads the kernel's
+ *  parameters. Handles are cheap to copy, share one compile cache per kernel, and are safe to
+ *  launch from many threads.
+ */
+class TRITON_EMBED_API JitFunction {
+ public:
+  /*! \brief Imports \p module and reads its \p name. Throws LookupError if either is missing
+   *  (with the Python traceback), TypeError if it is not a \c @triton.jit function.
+   *  Kernels wrapped in \c @triton.autotune / \c @triton.heuristics load (their inner
+   *  JITFunction is read) but launching them throws NotSupportedError; use inner(). */
+  JitFunction(std::string_view module, std::string_view name)
+      : JitFunction(detail::load_kernel(module, name), detail::intern_options(Options())) {}
+
+  /*! \brief A handle to the same kernel (and cache) that compiles and launches with
+   *  \p options, like Python's \c kernel[grid](..., num_warps=8). */
+  JitFunction with_options(const Options& options) const {
+    return JitFunction(state_, detail::intern_options(options));
+  }
+  const Options& options() const noexcept { return options_->options; }
+
+  /*! \brief For a kernel wrapped in \c @triton.autotune or \c @triton.heuristics: a handle
+   *  to the inner JITFunction, launched with explicit meta-parameters. */
+  JitFunction inner() const { return JitFunction(detail::inner_kernel(state_), options_); }
+  /*! \brief \c "autotune", \c "heuristics" or \c "" (a plain JITFunction). */
+  const std::string& wrapper() const noexcept { return detail::kernel_wrapper(state_); }
+
+  const std::string& module() const noexcept { return detail::kernel_module(state_); }
+  const std::string& name() const noexcept { return detail::kernel_name(state_); }
+  const std::vector<ParamInfo>& params() const noexcept { return detail::kernel_params(state_); }
+  /*! \brief e.g. \c "add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: constexpr)". */
+  std::string signature() const { return detail::kernel_signature(state_); }
+
+  /*! \brief Launches the kernel on \p grid and \p stream.
+   *  \code
+   *  add.launch({triton_embed::cdiv(n, 1024)}, stream, x, y, out, n, 1024);
+   *  \endcode
+   *  Parameters with Python defaults may be left out at the end. */
+  template <class... Args>
+  void launch(const Grid& grid, Stream stream, const Args&... args) const {
+    static_assert(sizeof...(Args) <= detail::kMaxArgs, "triton_embed: too many kernel arguments");
+    detail::ArgValue vals[detail::kArgSlots<Args...> + 1];
+    detail::fill_args(vals, args...);
+    detail::GridSpec spec;
+    spec.fixed = grid;
+    detail::launch(state_, options_, spec, stream, vals, sizeof...(Args));
+  }
+
+  /*! \brief Launches with a grid computed by \p grid_fn from the call's arguments.
+   *  \code
+   *  add.launch([&](const triton_embed::Meta& m) { return triton_embed::Grid(triton_embed::cdiv(n, m["BLOCK"])); },
+   *             stream, x, y, out, n, 1024);
+   *  \endcode */
+  template <class F, class... Args,
+            std::enable_if_t<std::is_invocable_r_v<Grid, const std::remove_reference_t<F>&,
+                                                   const Meta&>,
+                             int> = 0>
+  void launch(F&& grid_fn, Stream stream, const Args&... args) const {
+    static_assert(sizeof...(Args) <= detail::kMaxArgs, "triton_embed: too many kernel arguments");
+    detail::ArgValue vals[detail::kArgSlots<Args...> + 1];
+    detail::fill_args(vals, args...);
+    detail::GridSpec spec;
+    spec.fn = &detail::grid_thunk<F>;
+    spec.ctx = static_cast<const void*>(&grid_fn);
+    detail::launch(state_, options_, spec, stream, vals, sizeof...(Args));
+  }
+
+  /*! \brief Compiles (or finds in the cache) the kernel for these arguments without
+   *  launching it, like Python's \c kernel.warmup(...). Works without a GPU when a target
+   *  is set (\c TRITON_EMBED_TARGET=cuda:90 or set_target()).
+   *  \code
+   *  const triton_embed::CompiledKernel& k = add.compile(x, y, out, n, 1024);
+   *  std::cout << k.hash() << "\n";
+   *  \endcode */
+  template <class... Args>
+  const CompiledKernel& compile(const Args&... args) const {
+    static_assert(sizeof...(Args) <= detail::kMaxArgs, "triton_embed: too many kernel arguments");
+    detail::ArgValue vals[detail::kArgSlots<Args...> + 1];
+    detail::fill_args(vals, args...);
+    return detail::compile(state_, options_, vals, sizeof...(Args));
+  }
+
+  /*! \brief The kernel's internal state (for layers built on this library). */
+  detail::KernelState* state() const noexcept { return state_; }
+
+ private:
+  JitFunction(detail::KernelState* state, const detail::InternedOptions* options)
+      : state_(state), options_(options) {}
+  detail::KernelState* state_;
+  const detail::InternedOptions* options_;
+};
+
+/*! \brief Another \c @triton.jit function passed as an argument (a constexpr, as in Python). */
+template <>
+struct ArgTraits<JitFunction> {
+  static constexpr size_t kNested = 0;
+  static void fill(const JitFunction& f, detail::ArgValue& out, detail::ArgValue*&) {
+    out = detail::ArgValue{};
+    out.kind = detail::ArgKind::kJitFunction;
+    out.ptr = f.state();
+  }
+};
+
+}  // namespace triton_embed

@@ -1,0 +1,90 @@
+#pragma once
+
+/*! \file
+ *  \brief The embedded Python runtime and the compile target.
+ *
+ *  Nothing here has to be called: the first JitFunction starts (or joins) Python with the
+ *  defaults. Call initialize() first to choose the interpreter or add module directories.
+ *
+ *  Environment variables:
+ *  - \c TRITON_EMBED_PYTHON: the python executable whose environment (e.g. a venv) a plain
+ *    C++ program runs; default: the one the library was configured with.
+ *  - \c TRITON_EMBED_PYTHONPATH: extra directories for \c sys.path, separated by ':'.
+ *  - \c TRITON_EMBED_TARGET: compile for this target instead of the current GPU's, e.g.
+ *    \c cuda:90 (this is how kernels compile on a machine without a GPU).
+ *  \code
+ *  triton_embed::RuntimeOptions opts;
+ *  opts.python_paths.push_back("/opt/my_kernels");
+ *  triton_embed::initialize(opts);
+ *  \endcode
+ */
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "triton_embed/detail/export.h"
+
+namespace triton_embed {
+
+/*! \brief A Triton compile target, e.g. \c cuda:90 (backend, architecture, warp size). */
+struct TRITON_EMBED_API Target {
+  std::string backend = "cuda";
+  int arch = 0;
+  int warp_size = 32;
+
+  /*! \brief Parses \c "cuda:90", \c "cuda:90:32", \c "sm_90", \c "sm90" or \c "90";
+   *  throws ValueError otherwise. */
+  static Target parse(std::string_view text);
+  /*! \brief \c "cuda:90". */
+  std::string str() const;
+  bool operator==(const Target& o) const noexcept {
+    return backend == o.backend && arch == o.arch && warp_size == o.warp_size;
+  }
+};
+
+/*! \brief How to start the runtime. */
+struct RuntimeOptions {
+  /*! Python executable of the environment to run (a venv's bin/python works). Empty: the
+   *  \c TRITON_EMBED_PYTHON variable, else the configured one. Ignored when the library is
+   *  loaded into a running Python process: it joins that interpreter. */
+  std::string python;
+  /*! Directories put at the front of \c sys.path (after \c TRITON_EMBED_PYTHONPATH). */
+  std::vector<std::string> python_paths;
+  /*! Compile for this target instead of the current GPU's (overrides
+   *  \c TRITON_EMBED_TARGET). */
+  std::optional<Target> target;
+};
+
+/*! \brief Starts or joins the Python interpreter, puts \c pykernels/ and the configured
+ *  directories on \c sys.path and imports Triton. Idempotent: later calls only add paths and
+ *  set the target. Throws PythonError if the interpreter cannot start. */
+TRITON_EMBED_API void initialize(const RuntimeOptions& options = {});
+
+/*! \brief Puts \p dir at the front of \c sys.path (starts the runtime if needed). */
+TRITON_EMBED_API void add_python_path(std::string_view dir);
+
+/*! \brief Compile for \p target from now on (std::nullopt: the current GPU's again). */
+TRITON_EMBED_API void set_target(std::optional<Target> target);
+
+/*! \brief The explicit target, if one is set (by set_target, RuntimeOptions::target or
+ *  \c TRITON_EMBED_TARGET). */
+TRITON_EMBED_API std::optional<Target> explicit_target();
+
+/*! \brief What the runtime is running on. */
+struct RuntimeInfo {
+  bool embedded = false;        //!< true: we started the interpreter; false: joined one
+  std::string python_version;   //!< e.g. "3.12.3"
+  std::string python_executable;
+  std::string triton_version;   //!< e.g. "3.6.0"
+  std::vector<std::string> python_paths;  //!< directories this library added to sys.path
+};
+
+/*! \brief Starts the runtime if needed and describes it. */
+TRITON_EMBED_API RuntimeInfo runtime_info();
+
+/*! \brief True when a CUDA driver and at least one device are usable (never throws). */
+TRITON_EMBED_API bool cuda_available() noexcept;
+
+}  // namespace triton_embed

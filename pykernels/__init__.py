@@ -1,0 +1,1 @@
+"""Triton kernels shipped with triton_embed (importable as ``pykernels.*``)."""

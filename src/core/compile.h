@@ -1,0 +1,23 @@
+#pragma once
+
+// The slow paths: compiling a missing cache entry and loading it into a context.
+
+#include "core/cache.h"
+#include "core/kernel_state.h"
+#include "core/specialize.h"
+#include "cuda/driver.h"
+
+namespace triton_embed::detail {
+
+// The entry for `key`, compiled with Triton if needed. Threads that miss the same key wait
+// for one compile; a failed compile is not cached. Releases the GIL while waiting.
+Entry* compile_entry(KernelState& kernel, const InternedOptions& options, const Key& key,
+                     uint64_t hash, const ArgValue* args, const LeafList& leaves);
+
+// Throws NotSupportedError for a kernel wrapped in @triton.autotune / @triton.heuristics.
+[[noreturn]] void throw_wrapped(const KernelState& kernel);
+
+// Loads the entry's cubin into the context (once per context) and returns the CUfunction.
+void* load_function(const KernelState& kernel, Entry& entry, const cuda::ContextInfo& ctx);
+
+}  // namespace triton_embed::detail

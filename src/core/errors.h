@@ -1,0 +1,60 @@
+#pragma once
+
+// Error helpers. User errors: TE_CHECK(cond, ValueError) << "message"; internal invariants:
+// TE_ICHECK(cond) << "message"; unconditional: TE_THROW(TypeError) << "message".
+// The message is streamed only on the failure path; the final `&` is a [[noreturn]] call, so
+// the compiler knows the statement does not return.
+
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "triton_embed/error.h"
+
+#define TE_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TE_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+namespace triton_embed::detail {
+
+class ErrorStream {
+ public:
+  ErrorStream() = default;
+  explicit ErrorStream(const std::string& prefix) { os_ << prefix; }
+  template <class T>
+  ErrorStream& operator<<(const T& v) {
+    os_ << v;
+    return *this;
+  }
+  std::string str() const { return os_.str(); }
+
+ private:
+  std::ostringstream os_;
+};
+
+template <class E>
+struct Thrower {
+  [[noreturn]] friend void operator&(Thrower, const ErrorStream& s) {
+    if constexpr (std::is_base_of_v<CudaError, E>) {
+      throw E(s.str(), "", 0, "", "");
+    } else {
+      throw E(s.str());
+    }
+  }
+};
+
+}  // namespace triton_embed::detail
+
+#define TE_THROW(Exc) \
+  ::triton_embed::detail::Thrower<::triton_embed::Exc>() & ::triton_embed::detail::ErrorStream()
+#define TE_CHECK(cond, Exc) \
+  if (TE_LIKELY(cond)) {    \
+  } else                    \
+    TE_THROW(Exc)
+#define TE_ICHECK(cond)                                                                      \
+  if (TE_LIKELY(cond)) {                                                                     \
+  } else                                                                                     \
+    ::triton_embed::detail::Thrower<::triton_embed::Error>() &                               \
+        ::triton_embed::detail::ErrorStream(std::string("triton_embed internal error at ") + \
+                                            __FILE__ + ":" + std::to_string(__LINE__) +      \
+                                            " (" #cond "): ")

@@ -1,0 +1,63 @@
+#pragma once
+
+// The state behind a JitFunction: the kernel's parameters as read from Python, its defaults
+// and its compile cache. One per (module, kernel) per process, never destroyed (the registry
+// owns them), so handles and cache entries can be plain pointers.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/cache.h"
+#include "triton_embed/detail/arg_value.h"
+#include "triton_embed/jit.h"
+
+namespace triton_embed::detail {
+
+// How a parameter's annotation constrains its signature type.
+enum class AnnKind : uint8_t {
+  kNone,         // no annotation (or one Triton ignores): Triton's value-based rules
+  kScalar,       // a scalar type: ann_dtype
+  kPointer,      // a pointer type: ann_dtype element, is_const
+  kUnsupported,  // an annotation Triton accepts but a host launch cannot pass (e.g. fp8 scalar)
+};
+
+// A parameter in the compact form the hot path reads.
+struct ParamSpec {
+  bool is_constexpr = false;
+  bool specialize = true;  // !do_not_specialize
+  bool align = true;       // !do_not_specialize_on_alignment
+  bool is_const = false;
+  AnnKind ann = AnnKind::kNone;
+  DType ann_dtype = DType::invalid;
+};
+
+enum class WrapperKind : uint8_t { kNone, kAutotune, kHeuristics };
+
+struct KernelState {
+  std::string module;
+  std::string name;
+  std::string wrapper;  // "", "autotune", "heuristics"
+  WrapperKind wrapper_kind = WrapperKind::kNone;
+  KernelState* inner = nullptr;  // for wrapped kernels: the state of the inner JITFunction
+
+  std::vector<ParamInfo> params;
+  std::vector<ParamSpec> specs;
+  std::vector<ArgValue> defaults;  // one per parameter; kind kNone with has_default false
+  size_t min_args = 0;             // parameters without defaults, counted from the front
+
+  // Storage for default values (strings and nested values the ArgValues point into).
+  std::deque<std::string> default_strings;
+  std::deque<std::vector<ArgValue>> default_nested;
+
+  // Python objects (strong references, dropped at interpreter shutdown).
+  void* py_jit_function = nullptr;  // the JITFunction
+  void* py_object = nullptr;        // the object the module attribute holds (maybe a wrapper)
+  std::vector<void*> py_default_objects;
+
+  Cache cache;
+};
+
+}  // namespace triton_embed::detail

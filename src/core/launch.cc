@@ -1,0 +1,310 @@
+// The launch path. On a cache hit: specialise, build the key, look it up, pack the
+// arguments, launch. No allocation, no string formatting, no Python, no lock.
+
+#include <cstring>
+#include <memory>
+
+#include "core/arg_format.h"
+#include "core/compile.h"
+#include "core/errors.h"
+#include "core/specialize.h"
+#include "core/target.h"
+#include "cuda/driver.h"
+#include "cuda/scratch.h"
+#include "triton_embed/detail/testing.h"
+
+namespace triton_embed {
+
+namespace detail {
+
+namespace {
+
+[[noreturn]] void throw_arg_count(const KernelState& k, size_t nargs) {
+  const size_t np = k.params.size();
+  if (k.min_args == np) {
+    TE_THROW(ValueError) << call_signature(k) << ": expected " << np << " argument"
+                         << (np == 1 ? "" : "s") << ", got " << nargs;
+  }
+  TE_THROW(ValueError) << call_signature(k) << ": expected " << k.min_args << " to " << np
+                       << " arguments (the last " << np - k.min_args
+                       << " have defaults), got " << nargs;
+}
+
+// The arguments with the Python defaults of the parameters left out filled in.
+inline const ArgValue* with_defaults(const KernelState& k, const ArgValue* args, size_t nargs,
+                                     ArgValue* buf) {
+  const size_t np = k.params.size();
+  if (TE_LIKELY(nargs == np)) return args;
+  if (nargs > np || nargs < k.min_args) throw_arg_count(k, nargs);
+  std::memcpy(static_cast<void*>(buf), args, nargs * sizeof(ArgValue));
+  for (size_t i = nargs; i < np; ++i) buf[i] = k.defaults[i];
+  return buf;
+}
+
+[[noreturn]] void throw_bad_grid(const KernelState& k, const Grid& g, uint32_t num_ctas) {
+  TE_THROW(ValueError) << "launching " << full_name(k) << ": grid (" << g.x << ", " << g.y << ", "
+                       << g.z << ") is out of range: each axis must be >= 0, x * num_ctas ("
+                       << num_ctas << ") below 2^31 and y, z below 65536";
+}
+
+// Scratch buffers of one launch, released (stream-ordered) when the launch is queued.
+class Scratch {
+ public:
+  ~Scratch() {
+    if (ptr_ != 0) alloc_->release(ptr_, bytes_, stream_);
+  }
+  uint64_t allocate(bool profile, uint64_t bytes, uint64_t align, Stream stream) {
+    alloc_ = cuda::scratch_allocator(profile);
+    bytes_ = bytes;
+    stream_ = stream;
+    ptr_ = alloc_->allocate(bytes, align, stream);
+    return ptr_;
+  }
+
+ private:
+  std::shared_ptr<ScratchAllocator> alloc_;
+  uint64_t ptr_ = 0, bytes_ = 0;
+  Stream stream_ = nullptr;
+};
+
+// Packs the runtime leaves into slots; params[i] points at slots[i]. Returns the count.
+inline uint32_t pack_args(const KernelState& k, const LeafList& leaves, uint64_t* slots,
+                          void** params) {
+  uint32_t np = 0;
+  for (uint32_t i = 0; i < leaves.n; ++i) {
+    const Leaf& l = leaves.leaves[i];
+    if (l.kind == LeafKind::kScalar || l.kind == LeafKind::kPointer) {
+      slots[np] = pack_leaf(k, l);
+      params[np] = &slots[np];
+      ++np;
+    }
+  }
+  return np;
+}
+
+constexpr int kLaunchAttrSharedMemoryMode = 18;  // Triton 3.8 defines it where cuda.h lacks it
+constexpr int kSharedMemoryModeAllowOversized = 3;
+
+[[noreturn]] void throw_launch_error(const KernelState& k, const Entry& e, CUresult r,
+                                     const Grid& g) {
+  cuda::throw_error(r, "cuLaunchKernelEx",
+                    "launching " + full_name(k) + " as " + e.kernel->signature() + " on grid (" +
+                        std::to_string(g.x) + ", " + std::to_string(g.y) + ", " +
+                        std::to_string(g.z) + ")");
+}
+
+}  // namespace
+
+void launch(KernelState* kernel, const InternedOptions* options, const GridSpec& grid,
+            Stream stream, const ArgValue* args, size_t nargs) {
+  KernelState& k = *kernel;
+  if (TE_UNLIKELY(k.wrapper_kind != WrapperKind::kNone)) throw_wrapped(k);
+  ArgValue buf[kMaxArgs];
+  const ArgValue* full = with_defaults(k, args, nargs, buf);
+
+  LeafList leaves;
+  specialize(k, full, leaves);
+  Key key;
+  build_key(k, leaves, key);
+
+  const cuda::ContextInfo& ctx = cuda::current_context();
+  const uint32_t forced = explicit_target_code();
+  key.target = forced != 0 ? forced : target_code(ctx.arch, 32);
+  key.options = options->id;
+  const uint64_t h = key.hash();
+
+  Entry* e = k.cache.table.find(key, h);
+  if (TE_UNLIKELY(e == nullptr)) e = compile_entry(k, *options, key, h, full, leaves);
+  void* fn = e->function_for(ctx.ctx);
+  if (TE_UNLIKELY(fn == nullptr)) fn = load_function(k, *e, ctx);
+
+  const Grid g = grid.fn != nullptr ? grid.fn(grid.ctx, Meta(kernel, full, k.params.size()))
+                                    : grid.fixed;
+  if (TE_UNLIKELY(g.x < 0 || g.y < 0 || g.z < 0 || g.x > 0x7FFFFFFF / e->num_ctas ||
+                  g.y > 65535 || g.z > 65535)) {
+    throw_bad_grid(k, g, e->num_ctas);
+  }
+  if (g.x == 0 || g.y == 0 || g.z == 0) return;  // Triton launches nothing for an empty grid
+
+  uint64_t slots[kMaxLeaves + 2];
+  void* params[kMaxLeaves + 2];
+  uint32_t np = pack_args(k, leaves, slots, params);
+  Scratch global_scratch, profile_scratch;
+  const uint64_t programs = static_cast<uint64_t>(g.x) * g.y * g.z * e->num_ctas;
+  slots[np] = e->global_scratch_size == 0
+                  ? 0
+                  : global_scratch.allocate(false, programs * e->global_scratch_size,
+                                            e->global_scratch_align, stream);
+  params[np] = &slots[np];
+  ++np;
+  slots[np] = e->profile_scratch_size == 0
+                  ? 0
+                  : profile_scratch.allocate(true, programs * e->profile_scratch_size,
+                                             e->profile_scratch_align, stream);
+  params[np] = &slots[np];
+  ++np;
+
+  CUlaunchAttribute attrs[5];
+  unsigned na = 0;
+  if (e->oversized_shared_mode && e->shared > 228 * 1024) {
+    std::memset(&attrs[na], 0, sizeof(attrs[na]));
+    attrs[na].id = static_cast<CUlaunchAttributeID>(kLaunchAttrSharedMemoryMode);
+    const int mode = kSharedMemoryModeAllowOversized;
+    std::memcpy(&attrs[na].value, &mode, sizeof(mode));
+    ++na;
+  }
+  if (e->pdl) {
+    std::memset(&attrs[na], 0, sizeof(attrs[na]));
+    attrs[na].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attrs[na].value.programmaticStreamSerializationAllowed = 1;
+    ++na;
+  }
+  if (e->cooperative) {
+    std::memset(&attrs[na], 0, sizeof(attrs[na]));
+    attrs[na].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attrs[na].value.cooperative = 1;
+    ++na;
+  }
+  if (e->num_ctas != 1) {
+    std::memset(&attrs[na], 0, sizeof(attrs[na]));
+    attrs[na].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[na].value.clusterDim.x = e->num_ctas;
+    attrs[na].value.clusterDim.y = 1;
+    attrs[na].value.clusterDim.z = 1;
+    ++na;
+    std::memset(&attrs[na], 0, sizeof(attrs[na]));
+    attrs[na].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+    attrs[na].value.clusterSchedulingPolicyPreference = CU_CLUSTER_SCHEDULING_POLICY_SPREAD;
+    ++na;
+  }
+
+  CUlaunchConfig cfg;
+  cfg.gridDimX = static_cast<unsigned>(g.x * e->num_ctas);
+  cfg.gridDimY = static_cast<unsigned>(g.y);
+  cfg.gridDimZ = static_cast<unsigned>(g.z);
+  cfg.blockDimX = e->block_x;
+  cfg.blockDimY = 1;
+  cfg.blockDimZ = 1;
+  cfg.sharedMemBytes = e->shared;
+  cfg.hStream = reinterpret_cast<CUstream>(stream);
+  cfg.attrs = attrs;
+  cfg.numAttrs = na;
+  const CUresult r =
+      cuda::api().cuLaunchKernelEx(&cfg, static_cast<CUfunction>(fn), params, nullptr);
+  if (TE_UNLIKELY(r != CUDA_SUCCESS)) throw_launch_error(k, *e, r, g);
+}
+
+const CompiledKernel& compile(KernelState* kernel, const InternedOptions* options,
+                              const ArgValue* args, size_t nargs) {
+  KernelState& k = *kernel;
+  if (k.wrapper_kind != WrapperKind::kNone) throw_wrapped(k);
+  ArgValue buf[kMaxArgs];
+  const ArgValue* full = with_defaults(k, args, nargs, buf);
+  LeafList leaves;
+  specialize(k, full, leaves);
+  Key key;
+  build_key(k, leaves, key);
+  uint32_t target = explicit_target_code();
+  if (target == 0) {
+    if (!cuda::api().ok) {
+      TE_THROW(NoDeviceError) << "compiling " << full_name(k)
+                              << ": no target: no GPU is usable (" << cuda::api().error
+                              << ") and no explicit target is set. Set TRITON_EMBED_TARGET (e.g. "
+                                 "cuda:90) or call triton_embed::set_target().";
+    }
+    target = target_code(cuda::current_context().arch, 32);
+  }
+  key.target = target;
+  key.options = options->id;
+  const uint64_t h = key.hash();
+  Entry* e = k.cache.table.find(key, h);
+  if (e == nullptr) e = compile_entry(k, *options, key, h, full, leaves);
+  return *e->kernel;
+}
+
+int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const ArgValue* args,
+                      size_t nargs, uint64_t* slots_out) {
+  // The launch path up to the driver call, for a compile-only target: what the CPU
+  // benchmark and the allocation test measure.
+  KernelState& k = *kernel;
+  if (k.wrapper_kind != WrapperKind::kNone) throw_wrapped(k);
+  ArgValue buf[kMaxArgs];
+  const ArgValue* full = with_defaults(k, args, nargs, buf);
+  LeafList leaves;
+  specialize(k, full, leaves);
+  Key key;
+  build_key(k, leaves, key);
+  const uint32_t target = explicit_target_code();
+  TE_CHECK(target != 0, ValueError) << "host_path_dry_run needs an explicit target";
+  key.target = target;
+  key.options = options->id;
+  const uint64_t h = key.hash();
+  Entry* e = k.cache.table.find(key, h);
+  const int hit = e != nullptr ? 1 : 0;
+  if (TE_UNLIKELY(e == nullptr)) e = compile_entry(k, *options, key, h, full, leaves);
+  uint64_t slots[kMaxLeaves + 2];
+  void* params[kMaxLeaves + 2];
+  const uint32_t np = pack_args(k, leaves, slots, params);
+  if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
+  return hit ? static_cast<int>(np) : -static_cast<int>(np) - 1;
+}
+
+}  // namespace detail
+
+// ---- Meta -------------------------------------------------------------------------------
+
+const detail::ArgValue* Meta::find(std::string_view name) const {
+  const auto& params = kernel_->params;
+  for (size_t i = 0; i < params.size() && i < nargs_; ++i) {
+    if (params[i].name == name) return &args_[i];
+  }
+  TE_THROW(LookupError) << "grid callable of " << detail::call_signature(*kernel_)
+                        << ": no parameter named '" << name << "'";
+}
+
+bool Meta::contains(std::string_view name) const noexcept {
+  for (const auto& p : kernel_->params) {
+    if (p.name == name) return true;
+  }
+  return false;
+}
+
+int64_t Meta::operator[](std::string_view name) const {
+  const detail::ArgValue* v = find(name);
+  while (v->kind == detail::ArgKind::kConstexpr) v = v->elems;
+  switch (v->kind) {
+    case detail::ArgKind::kInt:
+    case detail::ArgKind::kBool:
+      if (!v->big) return v->i;
+      break;
+    case detail::ArgKind::kScalar:
+      if (!dtype_is_float(v->dtype) && !v->big) return v->i;
+      break;
+    default:
+      break;
+  }
+  TE_THROW(TypeError) << "grid callable of " << detail::call_signature(*kernel_) << ": parameter '"
+                      << name << "' is " << detail::describe_value(*v)
+                      << ", not an integer below 2^63";
+}
+
+double Meta::get_float(std::string_view name) const {
+  const detail::ArgValue* v = find(name);
+  while (v->kind == detail::ArgKind::kConstexpr) v = v->elems;
+  switch (v->kind) {
+    case detail::ArgKind::kFloat:
+      return v->f;
+    case detail::ArgKind::kInt:
+    case detail::ArgKind::kBool:
+      return v->big ? static_cast<double>(v->u) : static_cast<double>(v->i);
+    case detail::ArgKind::kScalar:
+      if (dtype_is_float(v->dtype)) return v->f;
+      return v->big ? static_cast<double>(v->u) : static_cast<double>(v->i);
+    default:
+      break;
+  }
+  TE_THROW(TypeError) << "grid callable of " << detail::call_signature(*kernel_) << ": parameter '"
+                      << name << "' is " << detail::describe_value(*v) << ", not a number";
+}
+
+}  // namespace triton_embed

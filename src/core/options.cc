@@ -1,0 +1,59 @@
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+#include "core/errors.h"
+#include "triton_embed/jit.h"
+#include "triton_embed/options.h"
+
+namespace triton_embed {
+
+Options& Options::set(std::string_view name, OptionValue value) {
+  TE_CHECK(!name.empty(), ValueError) << "Options::set: the option name is empty";
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
+                             [](const auto& e, std::string_view n) { return e.first < n; });
+  if (it != entries_.end() && it->first == name) {
+    it->second = std::move(value);
+  } else {
+    entries_.emplace(it, std::string(name), std::move(value));
+  }
+  return *this;
+}
+
+std::string Options::str() const {
+  std::ostringstream os;
+  bool first = true;
+  for (const auto& [name, v] : entries_) {
+    if (!first) os << ", ";
+    first = false;
+    os << name << "=";
+    switch (v.kind()) {
+      case OptionValue::Kind::kBool: os << (v.as_bool() ? "True" : "False"); break;
+      case OptionValue::Kind::kInt: os << v.as_int(); break;
+      case OptionValue::Kind::kFloat: os << v.as_float(); break;
+      case OptionValue::Kind::kString: os << "'" << v.as_string() << "'"; break;
+    }
+  }
+  return os.str();
+}
+
+namespace detail {
+
+const InternedOptions* intern_options(const Options& options) {
+  // A process holds few distinct option sets; they are kept for its lifetime so handles can
+  // point at them and the cache key can use their id.
+  static std::mutex mu;
+  static auto* table = new std::vector<std::unique_ptr<InternedOptions>>();
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& o : *table) {
+    if (o->options == options) return o.get();
+  }
+  table->push_back(std::make_unique<InternedOptions>(
+      InternedOptions{static_cast<uint32_t>(table->size()), options}));
+  return table->back().get();
+}
+
+}  // namespace detail
+}  // namespace triton_embed

@@ -1,0 +1,442 @@
+#include "core/specialize.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/arg_format.h"
+#include "core/errors.h"
+
+namespace triton_embed::detail {
+
+namespace {
+
+// ---- integer values -------------------------------------------------------------------
+
+bool is_int_like(const ArgValue& v) {
+  return v.kind == ArgKind::kInt || v.kind == ArgKind::kBool ||
+         (v.kind == ArgKind::kScalar && !dtype_is_float(v.dtype));
+}
+
+bool is_numeric(const ArgValue& v) {
+  return is_int_like(v) || v.kind == ArgKind::kFloat || v.kind == ArgKind::kScalar;
+}
+
+bool int_is_one(const ArgValue& v) { return !v.big && v.i == 1; }
+
+// Does the integer in v fit Triton scalar type t?
+bool int_fits(DType t, const ArgValue& v) {
+  if (v.big) return t == DType::u64;  // value in [2^63, 2^64)
+  const int64_t x = v.i;
+  switch (t) {
+    case DType::u1: return x == 0 || x == 1;
+    case DType::i8: return x >= INT8_MIN && x <= INT8_MAX;
+    case DType::i16: return x >= INT16_MIN && x <= INT16_MAX;
+    case DType::i32: return x >= INT32_MIN && x <= INT32_MAX;
+    case DType::i64: return true;
+    case DType::u8: return x >= 0 && x <= UINT8_MAX;
+    case DType::u16: return x >= 0 && x <= UINT16_MAX;
+    case DType::u32: return x >= 0 && x <= static_cast<int64_t>(UINT32_MAX);
+    case DType::u64: return x >= 0;
+    default: return false;
+  }
+}
+
+double as_double(const ArgValue& v) {
+  if (v.kind == ArgKind::kFloat || (v.kind == ArgKind::kScalar && dtype_is_float(v.dtype))) {
+    return v.f;
+  }
+  return v.big ? static_cast<double>(v.u) : static_cast<double>(v.i);
+}
+
+// The key native_specialize_impl gives an integer (after the == 1 check).
+SpecKey int_key(const ArgValue& v, bool specialize, bool align) {
+  if (!specialize) return SpecKey::kNone;
+  return (align && (v.u & 15u) == 0) ? SpecKey::kDiv16 : SpecKey::kEmpty;
+}
+
+// ---- leaf writer ----------------------------------------------------------------------
+
+class Writer {
+ public:
+  Writer(const KernelState& k, LeafList& out) : k_(k), out_(out) {}
+  void set_param(uint32_t p) { param_ = p; }
+  uint32_t param() const { return param_; }
+  const KernelState& kernel() const { return k_; }
+
+  void constexpr_leaf(const ArgValue* v) { push(LeafKind::kConstexpr, DType::invalid, SpecKey::kNone, 0, v); }
+  void scalar(DType t, SpecKey key, const ArgValue* v) { push(LeafKind::kScalar, t, key, 0, v); }
+  void pointer(DType elem, bool is_const, SpecKey key, const ArgValue* v) {
+    push(LeafKind::kPointer, elem, key, is_const ? 1 : 0, v);
+  }
+  void tuple_begin(const ArgValue* v) {
+    Leaf& l = push(LeafKind::kTupleBegin, DType::invalid, SpecKey::kNone, 0, v);
+    l.count = v->count;
+  }
+  void tuple_end(const ArgValue* v) { push(LeafKind::kTupleEnd, DType::invalid, SpecKey::kNone, 0, v); }
+
+ private:
+  Leaf& push(LeafKind kind, DType t, SpecKey key, uint8_t is_const, const ArgValue* v) {
+    TE_CHECK(out_.n < kMaxLeaves, ValueError)
+        << call_signature(k_) << ": too many arguments after flattening tuples (at most "
+        << kMaxLeaves << " values)";
+    Leaf& l = out_.leaves[out_.n++];
+    l.kind = kind;
+    l.dtype = t;
+    l.key = key;
+    l.is_const = is_const;
+    l.count = 0;
+    l.param = param_;
+    l.value = v;
+    return l;
+  }
+  const KernelState& k_;
+  LeafList& out_;
+  uint32_t param_ = 0;
+};
+
+[[noreturn]] void throw_constexpr_only(const Writer& w, const ArgValue& v) {
+  TE_THROW(TypeError) << arg_where(w.kernel(), w.param()) << ": " << describe_value(v)
+                      << " can only be passed to a tl.constexpr parameter; declare the "
+                         "parameter as tl.constexpr or pass a number, bool, pointer or tuple";
+}
+
+void check_pointer_dtype(const Writer& w, const ArgValue& v) {
+  TE_CHECK(v.dtype != DType::invalid, TypeError)
+      << arg_where(w.kernel(), w.param())
+      << ": the pointer has no element type; pass triton_embed::Pointer(ptr, DType::...)";
+}
+
+void check_forced_scalar(const Writer& w, const ArgValue& v) {
+  TE_CHECK(dtype_is_scalar_arg(v.dtype), TypeError)
+      << arg_where(w.kernel(), w.param()) << ": a scalar of type " << dtype_name(v.dtype)
+      << " cannot be passed to a kernel; use u1, i8..i64, u8..u64, fp16, bf16, fp32 or fp64";
+  if (!dtype_is_float(v.dtype)) {
+    TE_CHECK(int_fits(v.dtype, v), ValueError)
+        << arg_where(w.kernel(), w.param()) << ": " << (v.big ? std::to_string(v.u) : std::to_string(v.i))
+        << " does not fit the forced type " << dtype_name(v.dtype);
+  }
+}
+
+// native_specialize_impl(backend, v, is_const, specialize, align), written as leaves.
+void spec_value(Writer& w, const ArgValue& v, bool is_const, bool specialize, bool align) {
+  switch (v.kind) {
+    case ArgKind::kNone:
+    case ArgKind::kConstexpr:
+    case ArgKind::kJitFunction:
+      w.constexpr_leaf(&v);
+      return;
+    case ArgKind::kBool:
+      w.scalar(DType::u1, SpecKey::kNone, &v);
+      return;
+    case ArgKind::kInt: {
+      if (specialize && int_is_one(v)) {
+        w.constexpr_leaf(&v);
+        return;
+      }
+      DType t = v.big ? DType::u64 : (int_fits(DType::i32, v) ? DType::i32 : DType::i64);
+      w.scalar(t, int_key(v, specialize, align), &v);
+      return;
+    }
+    case ArgKind::kFloat:
+      w.scalar(DType::fp32, SpecKey::kNone, &v);
+      return;
+    case ArgKind::kPointer:
+      check_pointer_dtype(w, v);
+      w.pointer(v.dtype, is_const, int_key(v, specialize, align), &v);
+      return;
+    case ArgKind::kScalar: {
+      // A forced type behaves as an annotation of that type would.
+      check_forced_scalar(w, v);
+      if (dtype_is_float(v.dtype) || v.dtype == DType::u1) {
+        w.scalar(v.dtype, SpecKey::kNone, &v);
+      } else {
+        SpecKey key = (specialize && int_is_one(v)) ? SpecKey::kOne : int_key(v, specialize, align);
+        w.scalar(v.dtype, key, &v);
+      }
+      return;
+    }
+    case ArgKind::kTuple:
+      // Triton specialises tuple elements with the default flags, whatever the parameter's.
+      w.tuple_begin(&v);
+      for (uint32_t i = 0; i < v.count; ++i) spec_value(w, v.elems[i], false, true, true);
+      w.tuple_end(&v);
+      return;
+    case ArgKind::kStr:
+    case ArgKind::kDType:
+      throw_constexpr_only(w, v);
+    case ArgKind::kPyObject:
+      TE_THROW(TypeError) << arg_where(w.kernel(), w.param())
+                          << ": the parameter's Python default value has a type that only a "
+                             "tl.constexpr parameter accepts; pass a value for it";
+  }
+  TE_THROW(Error) << "triton_embed internal error: unknown argument kind";
+}
+
+// A parameter with a scalar or pointer annotation (the binder's annotation branch).
+void spec_annotated(Writer& w, const ParamSpec& p, const ArgValue& v) {
+  const KernelState& k = w.kernel();
+  const size_t i = w.param();
+  const DType ann = p.ann_dtype;
+  if (p.ann == AnnKind::kUnsupported) {
+    TE_THROW(NotSupportedError) << arg_where(k, i) << ": the annotation '"
+                                << k.params[i].annotation
+                                << "' has no host representation a launch can pass";
+  }
+  if (p.ann == AnnKind::kPointer) {
+    SpecKey key;
+    switch (v.kind) {
+      case ArgKind::kPointer:
+        check_pointer_dtype(w, v);
+        key = int_key(v, p.specialize, p.align);
+        break;
+      case ArgKind::kNone:  // Triton passes None to a pointer parameter as a null pointer
+        key = SpecKey::kNone;
+        break;
+      case ArgKind::kInt:  // a raw address, as Python accepts an int
+        TE_CHECK(v.big || v.i >= 0, ValueError)
+            << arg_where(k, i) << ": a negative integer is not a valid address";
+        key = (p.specialize && int_is_one(v)) ? SpecKey::kOne : int_key(v, p.specialize, p.align);
+        break;
+      default:
+        TE_THROW(TypeError) << arg_where(k, i) << ": expected a pointer for the annotated type *"
+                            << dtype_name(ann) << ", got " << describe_value(v);
+    }
+    w.pointer(ann, p.is_const, key, &v);
+    return;
+  }
+  // Scalar annotation.
+  if (dtype_is_float(ann)) {
+    TE_CHECK(is_numeric(v), TypeError) << arg_where(k, i) << ": expected a number for the annotated type "
+                                       << dtype_name(ann) << ", got " << describe_value(v);
+    if (v.kind == ArgKind::kScalar) check_forced_scalar(w, v);
+    w.scalar(ann, SpecKey::kNone, &v);
+    return;
+  }
+  TE_CHECK(is_int_like(v), TypeError) << arg_where(k, i) << ": expected an integer for the annotated type "
+                                      << dtype_name(ann) << ", got " << describe_value(v);
+  TE_CHECK(int_fits(ann, v), ValueError)
+      << arg_where(k, i) << ": " << (v.big ? std::to_string(v.u) : std::to_string(v.i))
+      << " does not fit the annotated type " << dtype_name(ann);
+  if (ann == DType::u1) {
+    w.scalar(ann, SpecKey::kNone, &v);
+    return;
+  }
+  SpecKey key;
+  if (v.kind == ArgKind::kBool) {
+    key = SpecKey::kNone;  // native_specialize_impl gives a bool no key
+  } else if (p.specialize && int_is_one(v)) {
+    key = SpecKey::kOne;
+  } else {
+    key = int_key(v, p.specialize, p.align);
+  }
+  w.scalar(ann, key, &v);
+}
+
+bool contains_pointer(const ArgValue& v) {
+  switch (v.kind) {
+    case ArgKind::kPointer: return true;
+    case ArgKind::kConstexpr: return contains_pointer(*v.elems);
+    case ArgKind::kTuple:
+      for (uint32_t i = 0; i < v.count; ++i) {
+        if (contains_pointer(v.elems[i])) return true;
+      }
+      return false;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+void specialize(const KernelState& kernel, const ArgValue* args, LeafList& out) {
+  out.n = 0;
+  Writer w(kernel, out);
+  const size_t n = kernel.specs.size();
+  for (size_t i = 0; i < n; ++i) {
+    const ParamSpec& p = kernel.specs[i];
+    const ArgValue& v = args[i];
+    w.set_param(static_cast<uint32_t>(i));
+    if (p.is_constexpr) {
+      TE_CHECK(!contains_pointer(v), TypeError)
+          << arg_where(kernel, i) << ": a pointer cannot be passed to a tl.constexpr parameter";
+      w.constexpr_leaf(&v);
+    } else if (p.ann != AnnKind::kNone) {
+      spec_annotated(w, p, v);
+    } else {
+      spec_value(w, v, p.is_const, p.specialize, p.align);
+    }
+  }
+}
+
+// ---- cache key --------------------------------------------------------------------------
+
+namespace {
+
+class KeyWriter {
+ public:
+  KeyWriter(const KernelState& k, Key& key) : k_(k), key_(key) {}
+  void put(uint64_t w) {
+    TE_CHECK(key_.n < kMaxKeyWords, ValueError)
+        << call_signature(k_) << ": the arguments are too large for the cache key (too many "
+        << "values or constexpr tuples)";
+    key_.w[key_.n++] = w;
+  }
+  void value(const ArgValue& v) {
+    const uint64_t tag = static_cast<uint64_t>(v.kind) | static_cast<uint64_t>(v.dtype) << 8 |
+                         static_cast<uint64_t>(v.big) << 16;
+    switch (v.kind) {
+      case ArgKind::kNone:
+      case ArgKind::kDType:
+        put(tag);
+        return;
+      case ArgKind::kBool:
+      case ArgKind::kInt:
+      case ArgKind::kFloat:
+      case ArgKind::kScalar:
+      case ArgKind::kPointer:
+        put(tag);
+        put(v.u);
+        return;
+      case ArgKind::kStr: {
+        uint64_t h = 0xCBF29CE484222325ull;  // FNV-1a
+        for (uint32_t i = 0; i < v.count; ++i) {
+          h ^= static_cast<unsigned char>(v.s[i]);
+          h *= 0x100000001B3ull;
+        }
+        put(tag | static_cast<uint64_t>(v.count) << 32);
+        put(h);
+        return;
+      }
+      case ArgKind::kConstexpr:
+        put(tag);
+        value(*v.elems);
+        return;
+      case ArgKind::kTuple:
+        put(tag | static_cast<uint64_t>(v.count) << 32);
+        for (uint32_t i = 0; i < v.count; ++i) value(v.elems[i]);
+        return;
+      case ArgKind::kJitFunction:
+      case ArgKind::kPyObject:
+        put(tag);
+        put(reinterpret_cast<uintptr_t>(v.ptr));
+        return;
+    }
+  }
+
+ private:
+  const KernelState& k_;
+  Key& key_;
+};
+
+}  // namespace
+
+void build_key(const KernelState& kernel, const LeafList& leaves, Key& key) {
+  key.n = 0;
+  KeyWriter kw(kernel, key);
+  for (uint32_t i = 0; i < leaves.n; ++i) {
+    const Leaf& l = leaves.leaves[i];
+    kw.put(static_cast<uint64_t>(l.kind) | static_cast<uint64_t>(l.dtype) << 8 |
+           static_cast<uint64_t>(l.key) << 16 | static_cast<uint64_t>(l.is_const) << 24 |
+           static_cast<uint64_t>(l.count) << 32);
+    if (l.kind == LeafKind::kConstexpr) kw.value(*l.value);
+  }
+}
+
+// ---- packing ----------------------------------------------------------------------------
+
+bool double_to_half_bits(double x, uint16_t* out) {
+  // The algorithm of CPython's PyFloat_Pack2, so results match Triton's launcher bit for bit.
+  unsigned short sign;
+  int e;
+  unsigned short bits;
+  if (x == 0.0) {
+    sign = std::signbit(x) ? 1 : 0;
+    e = 0;
+    bits = 0;
+  } else if (std::isinf(x)) {
+    sign = x < 0.0 ? 1 : 0;
+    e = 0x1f;
+    bits = 0;
+  } else if (std::isnan(x)) {
+    sign = std::signbit(x) ? 1 : 0;
+    e = 0x1f;
+    bits = 512;
+  } else {
+    sign = x < 0.0 ? 1 : 0;
+    if (sign) x = -x;
+    double f = std::frexp(x, &e);
+    f *= 2.0;
+    e--;
+    if (e >= 16) return false;
+    if (e < -25) {
+      f = 0.0;
+      e = 0;
+    } else if (e < -14) {
+      f = std::ldexp(f, 14 + e);
+      e = 0;
+    } else {
+      e += 15;
+      f -= 1.0;
+    }
+    f *= 1024.0;
+    bits = static_cast<unsigned short>(f);
+    if ((f - bits > 0.5) || ((f - bits == 0.5) && (bits % 2 == 1))) {
+      ++bits;
+      if (bits == 1024) {
+        bits = 0;
+        ++e;
+        if (e == 31) return false;
+      }
+    }
+  }
+  *out = static_cast<uint16_t>(bits | (e << 10) | (sign << 15));
+  return true;
+}
+
+uint64_t pack_leaf(const KernelState& kernel, const Leaf& leaf) {
+  const ArgValue& v = *leaf.value;
+  if (leaf.kind == LeafKind::kPointer) {
+    return v.kind == ArgKind::kNone ? 0 : v.u;
+  }
+  switch (leaf.dtype) {
+    case DType::fp16: {
+      uint16_t h;
+      TE_CHECK(double_to_half_bits(as_double(v), &h), ValueError)
+          << arg_where(kernel, leaf.param) << ": " << as_double(v) << " is too large for fp16";
+      return h;
+    }
+    case DType::bf16: {
+      const float f = static_cast<float>(as_double(v));
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      return u >> 16;
+    }
+    case DType::fp32: {
+      const float f = static_cast<float>(as_double(v));
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      return u;
+    }
+    case DType::fp64: {
+      const double d = as_double(v);
+      uint64_t u;
+      std::memcpy(&u, &d, 8);
+      return u;
+    }
+    default:
+      return v.u;  // integers: two's complement, sign-extended to 64 bits
+  }
+}
+
+std::string leaf_type_name(const Leaf& leaf) {
+  switch (leaf.kind) {
+    case LeafKind::kConstexpr: return "constexpr";
+    case LeafKind::kScalar: return std::string(dtype_name(leaf.dtype));
+    case LeafKind::kPointer: return (leaf.is_const ? "*k" : "*") + std::string(dtype_name(leaf.dtype));
+    case LeafKind::kTupleBegin: return "(";
+    case LeafKind::kTupleEnd: return ")";
+  }
+  return "?";
+}
+
+}  // namespace triton_embed::detail

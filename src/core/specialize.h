@@ -1,0 +1,66 @@
+#pragma once
+
+// Triton's argument specialisation in C++.
+//
+// Each parameter's value becomes one or more leaves (a tuple adds begin/end markers): the
+// leaf's signature type ("i32", "*fp16", "constexpr", ...) and specialisation key (None, ""
+// or "D", or the integer 1 that an annotated parameter keeps). The rules are those of
+// Triton's binder (create_function_from_signature) and native_specialize_impl; the parity
+// tests check them value by value against the installed Triton.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/cache.h"
+#include "core/kernel_state.h"
+#include "triton_embed/detail/arg_value.h"
+
+namespace triton_embed::detail {
+
+enum class LeafKind : uint8_t { kConstexpr, kScalar, kPointer, kTupleBegin, kTupleEnd };
+
+// The specialisation "key" Triton pairs with a type.
+enum class SpecKey : uint8_t {
+  kNone,   // None
+  kEmpty,  // ""  (specialised, not divisible by 16)
+  kDiv16,  // "D" (divisible by 16 / 16-byte aligned)
+  kOne,    // the int 1 (an annotated or forced integer parameter given 1)
+};
+
+struct Leaf {
+  LeafKind kind;
+  DType dtype;        // kScalar: the type; kPointer: the element type
+  SpecKey key;
+  uint8_t is_const;   // kPointer: "*k" prefix
+  uint32_t count;     // kTupleBegin: number of elements
+  uint32_t param;     // index of the parameter the leaf belongs to
+  const ArgValue* value;  // the value (constexpr leaves: the constant)
+};
+
+struct LeafList {
+  Leaf leaves[kMaxLeaves];
+  uint32_t n = 0;
+};
+
+// Specialises every parameter. `args` holds one value per parameter (defaults filled in).
+// Throws TypeError / ValueError naming the kernel, argument and what to pass instead.
+void specialize(const KernelState& kernel, const ArgValue* args, LeafList& out);
+
+// Writes the cache key words for the leaves (the caller sets target and options).
+void build_key(const KernelState& kernel, const LeafList& leaves, Key& key);
+
+// The 64-bit pattern passed for a runtime (non-constexpr) leaf, as Triton's launcher
+// converts the Python value: integers sign- or zero-extended, fp16 rounded to nearest even,
+// bf16 truncated from fp32, fp32/fp64 IEEE bits, pointers as addresses. The kernel reads the
+// low bytes of its parameter's size.
+uint64_t pack_leaf(const KernelState& kernel, const Leaf& leaf);
+
+// Triton's signature type of a leaf: "i32", "*kfp16", "constexpr" (tuple markers: "(" ")").
+std::string leaf_type_name(const Leaf& leaf);
+
+// Double to IEEE half bits exactly as CPython's PyFloat_Pack2 (round half to even); false
+// when the value overflows fp16 (Python raises OverflowError there).
+bool double_to_half_bits(double value, uint16_t* bits);
+
+}  // namespace triton_embed::detail

@@ -1,0 +1,22 @@
+#pragma once
+
+// Compile targets as 32-bit codes (arch | warp_size << 16) for the cache key, and the
+// process-wide explicit target (set_target / RuntimeOptions::target / TRITON_EMBED_TARGET).
+
+#include <cstdint>
+
+#include "triton_embed/runtime.h"
+
+namespace triton_embed::detail {
+
+inline uint32_t target_code(int arch, int warp_size) {
+  return static_cast<uint32_t>(arch) | static_cast<uint32_t>(warp_size) << 16;
+}
+inline int target_arch(uint32_t code) { return static_cast<int>(code & 0xFFFF); }
+inline int target_warp_size(uint32_t code) { return static_cast<int>(code >> 16); }
+std::string target_str(uint32_t code);
+
+// 0 when no explicit target is set. Reads TRITON_EMBED_TARGET on first use.
+uint32_t explicit_target_code();
+
+}  // namespace triton_embed::detail

@@ -1,0 +1,85 @@
+// Loading cubins from memory, once per context, configured as Triton's loader does.
+
+#include <string>
+
+#include "core/arg_format.h"
+#include "core/compile.h"
+#include "core/errors.h"
+
+namespace triton_embed::detail {
+
+namespace {
+// Values Triton 3.8 defines itself where cuda.h lacks them.
+constexpr int kFuncAttrSharedMemoryMode = 17;
+constexpr int kSharedMemoryModeAllowOversized = 3;
+}  // namespace
+
+void* load_function(const KernelState& k, Entry& e, const cuda::ContextInfo& ctx) {
+  std::lock_guard<std::mutex> lock(e.load_mu);
+  if (void* f = e.function_for(ctx.ctx)) return f;
+  const CompiledKernel& ck = *e.kernel;
+  const std::string what = "loading " + full_name(k) + " (hash " + ck.hash() + ")";
+  const cuda::Api& a = cuda::require_api();
+
+  TE_CHECK(static_cast<int>(e.shared) <= ctx.max_shared_optin, OutOfResourcesError)
+      << full_name(k) << " as " << ck.signature() << " needs " << e.shared
+      << " bytes of shared memory; the device allows " << ctx.max_shared_optin
+      << ". Lower num_stages or the block sizes.";
+  const uint32_t n = e.nloaded.load(std::memory_order_relaxed);
+  TE_CHECK(n < kMaxContexts, Error) << full_name(k) << ": loaded in more than " << kMaxContexts
+                                    << " CUDA contexts";
+
+  cuda::ModuleGuard mod;
+  cuda::check(a.cuModuleLoadData(mod.out(), ck.cubin().data()), "cuModuleLoadData", what.c_str());
+  CUfunction fn = nullptr;
+  cuda::check(a.cuModuleGetFunction(&fn, mod.get(), ck.name().c_str()), "cuModuleGetFunction",
+              what.c_str());
+
+  int max_threads = 0;
+  cuda::check(a.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn),
+              "cuFuncGetAttribute", what.c_str());
+  TE_CHECK(static_cast<int>(e.block_x) <= max_threads, OutOfResourcesError)
+      << full_name(k) << " as " << ck.signature() << " runs " << e.block_x
+      << " threads per block; with its register use the device allows " << max_threads
+      << ". Lower num_warps or set maxnreg.";
+
+  if (e.shared > 49152 && ctx.max_shared_optin > 49152) {
+    bool done = false;
+    if (e.oversized_shared_mode) {
+      done = a.cuFuncSetAttribute(fn, static_cast<CUfunction_attribute>(kFuncAttrSharedMemoryMode),
+                                  kSharedMemoryModeAllowOversized) == CUDA_SUCCESS;
+    }
+    if (!done) {
+      cuda::check(a.cuFuncSetCacheConfig(fn, CU_FUNC_CACHE_PREFER_SHARED), "cuFuncSetCacheConfig",
+                  what.c_str());
+      int shared_static = 0;
+      cuda::check(a.cuFuncGetAttribute(&shared_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn),
+                  "cuFuncGetAttribute", what.c_str());
+      cuda::check(a.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                       ctx.max_shared_optin - shared_static),
+                  "cuFuncSetAttribute", what.c_str());
+    }
+  }
+  if (e.num_ctas == 16) {
+    cuda::check(a.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                "cuFuncSetAttribute", what.c_str());
+  }
+  if (a.cuFuncGetParamInfo != nullptr) {
+    // The launch passes the runtime arguments and Triton's two scratch pointers; check the
+    // kernel agrees before the first launch.
+    size_t count = 0, offset = 0, size = 0;
+    while (count < 4096 && a.cuFuncGetParamInfo(fn, count, &offset, &size) == CUDA_SUCCESS) ++count;
+    TE_CHECK(count == e.num_runtime_params + 2, Error)
+        << what << ": the kernel takes " << count << " parameters but the launch passes "
+        << e.num_runtime_params + 2 << " (" << e.num_runtime_params
+        << " arguments and 2 scratch pointers); this Triton version's calling convention is "
+        << "not supported";
+  }
+  e.loaded[n].ctx = ctx.ctx;
+  e.loaded[n].function = fn;
+  e.loaded[n].module = mod.release();  // kept for the life of the process
+  e.nloaded.store(n + 1, std::memory_order_release);
+  return fn;
+}
+
+}  // namespace triton_embed::detail

@@ -1,0 +1,16 @@
+#pragma once
+
+// Scratch buffers for launches whose kernel metadata asks for them.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "triton_embed/allocator.h"
+
+namespace triton_embed::detail::cuda {
+
+// The allocator in effect (global or profile scratch); never null.
+std::shared_ptr<ScratchAllocator> scratch_allocator(bool profile);
+
+}  // namespace triton_embed::detail::cuda

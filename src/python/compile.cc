@@ -1,0 +1,192 @@
+// The cache-miss path: compile with Triton (once per key across threads) and build the
+// cache entry.
+
+#include "core/compile.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "core/arg_format.h"
+#include "core/errors.h"
+#include "core/target.h"
+#include "python/convert.h"
+#include "python/interpreter.h"
+
+namespace triton_embed::detail {
+
+namespace pyb = pybind11;
+
+struct CompiledKernelAccess {
+  static std::unique_ptr<CompiledKernel> from_python(const pyb::dict& d, uint32_t target) {
+    std::unique_ptr<CompiledKernel> k(new CompiledKernel());
+    k->hash_ = d["hash"].cast<std::string>();
+    k->name_ = d["name"].cast<std::string>();
+    k->target_ = target_str(target);
+    k->signature_ = d["signature"].cast<std::string>();
+    k->cubin_ = d["cubin"].cast<std::string>();
+    k->ptx_ = d["ptx"].cast<std::string>();
+    k->num_warps_ = d["num_warps"].cast<int>();
+    k->num_ctas_ = d["num_ctas"].cast<int>();
+    k->num_stages_ = d["num_stages"].cast<int>();
+    k->shared_ = d["shared"].cast<int>();
+    k->global_scratch_size_ = d["global_scratch_size"].cast<size_t>();
+    k->global_scratch_align_ = d["global_scratch_align"].cast<size_t>();
+    k->profile_scratch_size_ = d["profile_scratch_size"].cast<size_t>();
+    k->profile_scratch_align_ = d["profile_scratch_align"].cast<size_t>();
+    k->launch_cooperative_grid_ = d["launch_cooperative_grid"].cast<bool>();
+    k->launch_pdl_ = d["launch_pdl"].cast<bool>();
+    k->num_kernel_params_ = d["runtime_params"].cast<int>() + 2;
+    return k;
+  }
+};
+
+namespace {
+
+pyb::object option_to_python(const OptionValue& v) {
+  switch (v.kind()) {
+    case OptionValue::Kind::kBool: return pyb::bool_(v.as_bool());
+    case OptionValue::Kind::kInt: return pyb::int_(v.as_int());
+    case OptionValue::Kind::kFloat: return pyb::float_(v.as_float());
+    case OptionValue::Kind::kString: return pyb::str(v.as_string());
+  }
+  return pyb::none();
+}
+
+std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, const Key& key,
+                                   uint64_t h, const ArgValue* args, const LeafList& leaves) {
+  py::InFlight in_flight;
+  TE_CHECK(!py::closed(), PythonError)
+      << call_signature(k) << ": cannot compile: the Python interpreter has shut down";
+  const int arch = target_arch(key.target);
+  const int warp = target_warp_size(key.target);
+
+  py::Gil gil;
+  TE_CHECK(k.py_jit_function != nullptr, PythonError)
+      << call_signature(k) << ": cannot compile: the Python interpreter has shut down";
+  pyb::handle fn(static_cast<PyObject*>(k.py_jit_function));
+  pyb::list spec, bound;
+  pyb::dict options;
+  try {
+    spec = py::specialization_to_python(k, leaves);
+    bound = py::args_to_python(k, args);
+    for (const auto& [name, value] : opts.options.entries()) {
+      options[pyb::str(name)] = option_to_python(value);
+    }
+  } catch (pyb::error_already_set& e) {
+    TE_THROW(PythonError) << call_signature(k) << ": converting the arguments to Python failed:\n"
+                          << py::format_exception(e);
+  }
+
+  pyb::dict r;
+  try {
+    r = py::glue().attr("compile")(fn, bound, spec, options, arch, warp);
+  } catch (pyb::error_already_set& e) {
+    const std::string type = py::exception_type(e);
+    std::string message = pyb::str(e.value()).cast<std::string>();
+    std::string where;
+    try {
+      where = py::glue().attr("describe")(fn, spec).cast<std::string>();
+    } catch (pyb::error_already_set&) {
+      where = call_signature(k);
+    }
+    if (type == "ValueError" && message.rfind("unknown Triton option", 0) == 0) {
+      TE_THROW(ValueError) << full_name(k) << ": " << message;
+    }
+    TE_THROW(CompileError) << "Triton failed to compile " << full_name(k) << " as " << where
+                           << " for " << target_str(key.target)
+                           << (opts.options.empty() ? "" : " with " + opts.options.str()) << ":\n"
+                           << type << ": " << message;
+  }
+
+  auto e = std::make_unique<Entry>();
+  e->target = key.target;
+  e->options = key.options;
+  e->hash = h;
+  e->key_words.assign(key.w, key.w + key.n);
+  try {
+    e->kernel = CompiledKernelAccess::from_python(r, key.target);
+    const std::string instr = r["instrumentation_mode"].cast<std::string>();
+    TE_CHECK(instr.find("gsan") == std::string::npos, NotSupportedError)
+        << full_name(k) << ": Triton's gsan instrumentation adds a launch argument that "
+        << "triton_embed does not pass; unset it to launch from C++";
+    e->block_x = static_cast<uint32_t>(r["warp_size"].cast<int>() * e->kernel->num_warps());
+  } catch (pyb::error_already_set& err) {
+    TE_THROW(PythonError) << full_name(k) << ": reading Triton's compile result failed:\n"
+                          << py::format_exception(err);
+  }
+  const CompiledKernel& ck = *e->kernel;
+  e->num_ctas = static_cast<uint32_t>(ck.num_ctas());
+  e->shared = static_cast<uint32_t>(ck.shared());
+  e->cooperative = ck.launch_cooperative_grid();
+  e->pdl = ck.launch_pdl();
+  e->oversized_shared_mode =
+      py::triton_major() > 3 || (py::triton_major() == 3 && py::triton_minor() >= 8);
+  e->global_scratch_size = ck.global_scratch_size();
+  e->global_scratch_align = ck.global_scratch_align();
+  e->profile_scratch_size = ck.profile_scratch_size();
+  e->profile_scratch_align = ck.profile_scratch_align();
+  e->num_runtime_params = static_cast<uint32_t>(ck.num_kernel_params() - 2);
+  return e;
+}
+
+}  // namespace
+
+void throw_wrapped(const KernelState& k) {
+  TE_THROW(NotSupportedError)
+      << full_name(k) << " is wrapped in @triton." << k.wrapper << "; running "
+      << (k.wrapper == "autotune" ? "autotuned" : "heuristics") << " kernels from C++ is not "
+      << "supported yet. Launch the inner kernel with explicit meta-parameters: "
+      << "JitFunction(\"" << k.module << "\", \"" << k.name << "\").inner().launch(...)";
+}
+
+Entry* compile_entry(KernelState& k, const InternedOptions& opts, const Key& key, uint64_t h,
+                     const ArgValue* args, const LeafList& leaves) {
+  py::ReleaseGilIfHeld no_gil;  // never wait on our mutex holding the GIL
+  std::shared_ptr<Pending> mine;
+  {
+    std::unique_lock<std::mutex> lock(k.cache.mu);
+    if (Entry* e = k.cache.table.find(key, h)) return e;
+    for (const auto& p : k.cache.pending) {
+      if (p->matches(key, h)) {
+        std::shared_ptr<Pending> other = p;
+        other->cv.wait(lock, [&] { return other->done; });
+        if (other->error) std::rethrow_exception(other->error);
+        return other->entry;
+      }
+    }
+    mine = std::make_shared<Pending>();
+    mine->target = key.target;
+    mine->options = key.options;
+    mine->hash = h;
+    mine->key_words.assign(key.w, key.w + key.n);
+    k.cache.pending.push_back(mine);
+  }
+
+  std::unique_ptr<Entry> entry;
+  std::exception_ptr error;
+  try {
+    entry = build_entry(k, opts, key, h, args, leaves);
+  } catch (...) {
+    error = std::current_exception();
+  }
+
+  std::lock_guard<std::mutex> lock(k.cache.mu);
+  auto& pending = k.cache.pending;
+  pending.erase(std::remove(pending.begin(), pending.end(), mine), pending.end());
+  mine->done = true;
+  if (error) {
+    // Not cached: the next call compiles again.
+    mine->error = error;
+    mine->cv.notify_all();
+    std::rethrow_exception(error);
+  }
+  Entry* raw = entry.get();
+  k.cache.entries.push_back(std::move(entry));
+  k.cache.table.insert(raw);
+  mine->entry = raw;
+  mine->cv.notify_all();
+  return raw;
+}
+
+}  // namespace triton_embed::detail

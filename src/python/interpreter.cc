@@ -1,0 +1,333 @@
+#include "python/interpreter.h"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <sstream>
+
+#include "core/errors.h"
+#include "core/registry.h"
+
+namespace triton_embed::detail {
+extern const char kGlueSource[];
+}
+
+namespace triton_embed::detail::py {
+
+namespace {
+
+struct State {
+  std::once_flag once;
+  std::string init_error;  // set when start-up failed: every later use rethrows it
+  bool embedded = false;
+  PyObject* glue = nullptr;  // strong reference; dropped at shutdown
+  std::string python_exe, python_version, triton_version;
+  int triton_major = 0, triton_minor = 0;
+  std::mutex paths_mu;
+  std::vector<std::string> added_paths;
+  std::atomic<bool> closed{false};
+  std::atomic<int> in_flight{0};
+};
+
+State& state() {
+  static State* s = new State();  // never destroyed: outlives every static object
+  return *s;
+}
+
+bool is_dir(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// The directory that holds pykernels/: the install tree's share/ folder next to this
+// library, else the build tree's staging folder.
+std::string pykernels_root() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&pykernels_root), &info) != 0 && info.dli_fname != nullptr) {
+    std::string lib = info.dli_fname;
+    const size_t slash = lib.rfind('/');
+    std::string libdir = slash == std::string::npos ? "." : lib.substr(0, slash);
+    const std::string rel = TRITON_EMBED_INSTALL_LIBDIR_REL;
+    if (libdir.size() > rel.size() && libdir.compare(libdir.size() - rel.size(), rel.size(), rel) == 0) {
+      const std::string prefix = libdir.substr(0, libdir.size() - rel.size());
+      const std::string installed = prefix + TRITON_EMBED_INSTALL_PYROOT_REL;
+      if (is_dir(installed + "/pykernels")) return installed;
+    }
+  }
+  const std::string build = TRITON_EMBED_BUILD_PYROOT;
+  if (is_dir(build + "/pykernels")) return build;
+  return "";
+}
+
+std::vector<std::string> split_paths(const char* s) {
+  std::vector<std::string> out;
+  if (s == nullptr) return out;
+  std::string cur;
+  for (const char* p = s;; ++p) {
+    if (*p == ':' || *p == '\0') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+      if (*p == '\0') break;
+    } else {
+      cur += *p;
+    }
+  }
+  return out;
+}
+
+// Puts dirs at the front of sys.path, first one first. GIL held.
+void prepend_sys_path(const std::vector<std::string>& dirs) {
+  State& s = state();
+  pyb::list path = pyb::module_::import("sys").attr("path");
+  for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+    pyb::str d(*it);
+    if (path.contains(d)) continue;
+    path.insert(0, d);
+    std::lock_guard<std::mutex> lock(s.paths_mu);
+    s.added_paths.push_back(*it);
+  }
+}
+
+PyObject* atexit_callback(PyObject*, PyObject*) {
+  // The host interpreter is shutting down: drop every reference we hold while it still
+  // can take them.
+  State& s = state();
+  s.closed.store(true);
+  release_python_objects();
+  Py_CLEAR(s.glue);
+  Py_RETURN_NONE;
+}
+
+PyMethodDef g_atexit_def = {"_triton_embed_atexit", atexit_callback, METH_NOARGS, nullptr};
+
+void embedded_atexit() {
+  // We own the interpreter. It is not finalised (other threads or extension modules may
+  // still run; finalising at exit is where embedded CPython crashes). Flush Python's
+  // output and stop calling into it.
+  State& s = state();
+  if (s.closed.exchange(true)) return;
+  if (s.in_flight.load() != 0) return;  // a compile still runs on another thread
+  PyGILState_STATE g = PyGILState_Ensure();
+  PyObject* sys = PyImport_ImportModule("sys");
+  if (sys != nullptr) {
+    for (const char* name : {"stdout", "stderr"}) {
+      PyObject* stream = PyObject_GetAttrString(sys, name);
+      if (stream != nullptr && stream != Py_None) {
+        PyObject* r = PyObject_CallMethod(stream, "flush", nullptr);
+        Py_XDECREF(r);
+      }
+      Py_XDECREF(stream);
+    }
+    Py_DECREF(sys);
+  }
+  PyErr_Clear();
+  PyGILState_Release(g);
+}
+
+// Imports Triton and the glue; GIL held.
+void setup(const std::vector<std::string>& paths) {
+  State& s = state();
+  prepend_sys_path(paths);
+
+  pyb::module_ glue_mod = pyb::reinterpret_steal<pyb::module_>(PyModule_New("_triton_embed_glue"));
+  if (!glue_mod) throw pyb::error_already_set();
+  pyb::dict d = glue_mod.attr("__dict__");
+  d["__builtins__"] = pyb::module_::import("builtins");
+  PyObject* code = Py_CompileString(kGlueSource, "<triton_embed glue>", Py_file_input);
+  if (code == nullptr) throw pyb::error_already_set();
+  PyObject* r = PyEval_EvalCode(code, d.ptr(), d.ptr());
+  Py_DECREF(code);
+  if (r == nullptr) throw pyb::error_already_set();
+  Py_DECREF(r);
+  pyb::module_::import("sys").attr("modules")["_triton_embed_glue"] = glue_mod;
+
+  pyb::tuple info = glue_mod.attr("setup")();
+  s.triton_version = info[0].cast<std::string>();
+  s.python_version = info[1].cast<std::string>();
+  s.python_exe = info[2].cast<std::string>();
+  s.triton_major = info[3].cast<int>();
+  s.triton_minor = info[4].cast<int>();
+  if (s.triton_major < 3 || (s.triton_major == 3 && s.triton_minor < 6)) {
+    throw PythonError("triton_embed needs Triton 3.6 or newer; the Python environment has Triton " +
+                      s.triton_version + " (" + s.python_exe + ")");
+  }
+  s.glue = glue_mod.release().ptr();
+}
+
+std::vector<std::string> startup_paths(const RuntimeOptions* options) {
+  std::vector<std::string> paths;
+  if (options != nullptr) paths = options->python_paths;
+  for (auto& p : split_paths(std::getenv("TRITON_EMBED_PYTHONPATH"))) paths.push_back(p);
+  const std::string root = pykernels_root();
+  if (!root.empty()) paths.push_back(root);
+  return paths;
+}
+
+std::string python_to_start(const RuntimeOptions* options) {
+  if (options != nullptr && !options->python.empty()) return options->python;
+  const char* env = std::getenv("TRITON_EMBED_PYTHON");
+  if (env != nullptr && *env != '\0') return env;
+  return TRITON_EMBED_DEFAULT_PYTHON;
+}
+
+void start_embedded(const RuntimeOptions* options) {
+  State& s = state();
+  const std::string exe = python_to_start(options);
+  if (access(exe.c_str(), X_OK) != 0) {
+    throw PythonError("cannot start Python: '" + exe +
+                      "' is not an executable (set TRITON_EMBED_PYTHON or "
+                      "RuntimeOptions::python to the python of an environment with Triton, "
+                      "of the Python version this library was built for, " PY_VERSION ")");
+  }
+  PyConfig config;
+  PyConfig_InitPythonConfig(&config);
+  config.parse_argv = 0;
+  config.install_signal_handlers = 0;  // leave SIGINT and friends to the host program
+  PyStatus st = PyConfig_SetBytesString(&config, &config.program_name, exe.c_str());
+  if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&config);
+  PyConfig_Clear(&config);
+  if (PyStatus_Exception(st)) {
+    throw PythonError(std::string("cannot start Python from '") + exe +
+                      "': " + (st.err_msg ? st.err_msg : "unknown error") +
+                      " (the environment must be Python " PY_VERSION
+                      ", the version this library was built for)");
+  }
+  s.embedded = true;
+  // This thread holds the GIL now.
+  try {
+    setup(startup_paths(options));
+  } catch (pyb::error_already_set& e) {
+    std::string msg = "Python start-up failed: " + format_exception(e);
+    PyEval_SaveThread();
+    throw PythonError(msg);
+  } catch (...) {
+    PyEval_SaveThread();
+    throw;
+  }
+  std::atexit(embedded_atexit);
+  PyEval_SaveThread();  // release the GIL: from now on only cache misses take it
+}
+
+void join_running(const RuntimeOptions* options) {
+  State& s = state();
+  s.embedded = false;
+  Gil gil;
+  try {
+    setup(startup_paths(options));
+    PyObject* cb = PyCFunction_New(&g_atexit_def, nullptr);
+    if (cb == nullptr) throw pyb::error_already_set();
+    pyb::module_::import("atexit").attr("register")(pyb::reinterpret_steal<pyb::object>(cb));
+  } catch (pyb::error_already_set& e) {
+    throw PythonError("joining the Python interpreter failed: " + format_exception(e));
+  }
+}
+
+}  // namespace
+
+void ensure_runtime(const RuntimeOptions* options) {
+  State& s = state();
+  {
+    // Never wait for the once-flag holding the GIL: the thread that runs start-up needs it.
+    ReleaseGilIfHeld release;
+    std::call_once(s.once, [&] {
+      try {
+        if (Py_IsInitialized()) {
+          join_running(options);
+        } else {
+          start_embedded(options);
+        }
+      } catch (const std::exception& e) {
+        s.init_error = e.what();
+      }
+    });
+  }
+  if (!s.init_error.empty()) throw PythonError(s.init_error);
+}
+
+bool closed() noexcept { return state().closed.load(std::memory_order_acquire); }
+
+ReleaseGilIfHeld::ReleaseGilIfHeld() {
+  if (Py_IsInitialized() && PyGILState_Check()) saved_ = PyEval_SaveThread();
+}
+ReleaseGilIfHeld::~ReleaseGilIfHeld() {
+  if (saved_ != nullptr) PyEval_RestoreThread(saved_);
+}
+
+InFlight::InFlight() { state().in_flight.fetch_add(1); }
+InFlight::~InFlight() { state().in_flight.fetch_sub(1); }
+
+pyb::handle glue() {
+  State& s = state();
+  if (s.glue == nullptr) {
+    throw PythonError("the Python interpreter has shut down; triton_embed cannot compile any more");
+  }
+  return pyb::handle(s.glue);
+}
+
+int triton_major() { return state().triton_major; }
+int triton_minor() { return state().triton_minor; }
+
+std::string exception_type(const pyb::error_already_set& e) {
+  pyb::handle t = e.type();
+  if (!t) return "Exception";
+  return pyb::str(t.attr("__name__")).cast<std::string>();
+}
+
+std::string format_exception(const pyb::error_already_set& e) {
+  try {
+    pyb::module_ tb = pyb::module_::import("traceback");
+    pyb::list lines = tb.attr("format_exception")(e.type(), e.value(), e.trace());
+    std::string out;
+    for (auto line : lines) out += line.cast<std::string>();
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  } catch (...) {
+    return e.what();
+  }
+}
+
+}  // namespace triton_embed::detail::py
+
+namespace triton_embed {
+
+void initialize(const RuntimeOptions& options) {
+  detail::py::ensure_runtime(&options);
+  if (!options.python_paths.empty()) {
+    detail::py::Gil gil;
+    try {
+      detail::py::prepend_sys_path(options.python_paths);
+    } catch (detail::py::pyb::error_already_set& e) {
+      throw PythonError("initialize: " + detail::py::format_exception(e));
+    }
+  }
+  if (options.target.has_value()) set_target(options.target);
+}
+
+void add_python_path(std::string_view dir) {
+  detail::py::ensure_runtime();
+  detail::py::Gil gil;
+  try {
+    detail::py::prepend_sys_path({std::string(dir)});
+  } catch (detail::py::pyb::error_already_set& e) {
+    throw PythonError("add_python_path: " + detail::py::format_exception(e));
+  }
+}
+
+RuntimeInfo runtime_info() {
+  detail::py::ensure_runtime();
+  auto& s = detail::py::state();
+  RuntimeInfo info;
+  info.embedded = s.embedded;
+  info.python_version = s.python_version;
+  info.python_executable = s.python_exe;
+  info.triton_version = s.triton_version;
+  std::lock_guard<std::mutex> lock(s.paths_mu);
+  info.python_paths = s.added_paths;
+  return info;
+}
+
+}  // namespace triton_embed

@@ -1,0 +1,73 @@
+#pragma once
+
+// One owner of the interpreter.
+//
+// In a plain C++ program the library starts CPython (the environment it was configured
+// with, or TRITON_EMBED_PYTHON), then releases the GIL: Python runs only on a cache miss.
+// Loaded into a running Python process it joins that interpreter and never starts another.
+// No Python object is held in a static: the runtime keeps its references in one place and
+// drops them before the interpreter shuts down.
+
+#include <Python.h>
+#include <pybind11/pybind11.h>
+
+#include <string>
+#include <vector>
+
+#include "triton_embed/runtime.h"
+
+namespace triton_embed::detail::py {
+
+namespace pyb = pybind11;
+
+// Starts or joins the interpreter (idempotent, thread-safe). Throws PythonError.
+void ensure_runtime(const RuntimeOptions* options = nullptr);
+
+// True once the interpreter is shutting down: nothing may call into Python any more.
+bool closed() noexcept;
+
+// Holds the GIL for a scope (any thread).
+class Gil {
+ public:
+  Gil() : state_(PyGILState_Ensure()) {}
+  ~Gil() { PyGILState_Release(state_); }
+  Gil(const Gil&) = delete;
+  Gil& operator=(const Gil&) = delete;
+
+ private:
+  PyGILState_STATE state_;
+};
+
+// Releases the GIL for a scope if this thread holds it, so the thread can wait for our own
+// locks without deadlocking a thread that needs the GIL to finish.
+class ReleaseGilIfHeld {
+ public:
+  ReleaseGilIfHeld();
+  ~ReleaseGilIfHeld();
+  ReleaseGilIfHeld(const ReleaseGilIfHeld&) = delete;
+  ReleaseGilIfHeld& operator=(const ReleaseGilIfHeld&) = delete;
+
+ private:
+  PyThreadState* saved_ = nullptr;
+};
+
+// Counts a compile in flight (process exit does not touch Python while one runs).
+class InFlight {
+ public:
+  InFlight();
+  ~InFlight();
+};
+
+// The glue module (GIL held).
+pyb::handle glue();
+
+// Triton's version as (major, minor).
+int triton_major();
+int triton_minor();
+
+// "ExceptionType: message" plus the formatted traceback (GIL held).
+std::string format_exception(const pyb::error_already_set& e);
+// The exception's type name (GIL held).
+std::string exception_type(const pyb::error_already_set& e);
+
+}  // namespace triton_embed::detail::py

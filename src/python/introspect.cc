@@ -1,0 +1,190 @@
+// Reading a kernel's parameters from its JITFunction, once per process.
+
+#include <limits>
+#include <memory>
+#include <string>
+
+#include "core/arg_format.h"
+#include "core/errors.h"
+#include "core/kernel_state.h"
+#include "core/registry.h"
+#include "python/interpreter.h"
+
+namespace triton_embed::detail {
+
+namespace {
+
+namespace pyb = pybind11;
+
+void parse_annotation(const std::string& ann_type, ParamSpec& spec) {
+  if (ann_type.empty()) {
+    spec.ann = AnnKind::kNone;
+    return;
+  }
+  if (ann_type[0] == '*') {
+    std::string elem = ann_type.substr(ann_type.rfind("*k", 0) == 0 ? 2 : 1);
+    spec.ann_dtype = dtype_from_name(elem);
+    spec.ann = spec.ann_dtype == DType::invalid ? AnnKind::kUnsupported : AnnKind::kPointer;
+    return;
+  }
+  spec.ann_dtype = dtype_from_name(ann_type);
+  spec.ann = dtype_is_scalar_arg(spec.ann_dtype) ? AnnKind::kScalar : AnnKind::kUnsupported;
+}
+
+// A default value as an ArgValue; values without a plain C++ form stay Python objects.
+ArgValue convert_default(KernelState& k, pyb::handle obj) {
+  ArgValue v{};
+  if (obj.is_none()) {
+    v.kind = ArgKind::kNone;
+    return v;
+  }
+  if (PyBool_Check(obj.ptr())) {
+    v.kind = ArgKind::kBool;
+    v.i = obj.ptr() == Py_True ? 1 : 0;
+    return v;
+  }
+  if (PyLong_CheckExact(obj.ptr())) {
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+    if (overflow == 0 && !PyErr_Occurred()) {
+      v.kind = ArgKind::kInt;
+      v.i = x;
+      return v;
+    }
+    PyErr_Clear();
+    if (overflow > 0) {
+      unsigned long long u = PyLong_AsUnsignedLongLong(obj.ptr());
+      if (!PyErr_Occurred()) {
+        v.kind = ArgKind::kInt;
+        v.big = 1;
+        v.u = u;
+        return v;
+      }
+      PyErr_Clear();
+    }
+  }
+  if (PyFloat_CheckExact(obj.ptr())) {
+    v.kind = ArgKind::kFloat;
+    v.f = PyFloat_AsDouble(obj.ptr());
+    return v;
+  }
+  // Anything else (tl.constexpr, dtypes, strings, tuples, ...) is handed back to Triton as
+  // the very object the function was defined with.
+  Py_INCREF(obj.ptr());
+  k.py_default_objects.push_back(obj.ptr());
+  v.kind = ArgKind::kPyObject;
+  v.ptr = obj.ptr();
+  return v;
+}
+
+std::unique_ptr<KernelState> make_state(const std::string& module, const std::string& fn_name,
+                                        pyb::handle fn, pyb::list params) {
+  auto k = std::make_unique<KernelState>();
+  k->module = module;
+  k->name = fn_name;
+  Py_INCREF(fn.ptr());
+  k->py_jit_function = fn.ptr();
+  bool seen_default = false;
+  int index = 0;
+  for (pyb::handle item : params) {
+    pyb::tuple t = pyb::reinterpret_borrow<pyb::tuple>(item);
+    ParamInfo info;
+    ParamSpec spec;
+    info.name = t[0].cast<std::string>();
+    info.index = index++;
+    info.is_constexpr = t[1].cast<bool>();
+    info.do_not_specialize = t[2].cast<bool>();
+    info.do_not_specialize_on_alignment = t[3].cast<bool>();
+    info.is_const = t[4].cast<bool>();
+    info.annotation = t[5].cast<std::string>();
+    const std::string ann_type = t[6].cast<std::string>();
+    info.has_default = t[7].cast<bool>();
+    info.default_repr = t[9].cast<std::string>();
+    spec.is_constexpr = info.is_constexpr;
+    spec.specialize = !info.do_not_specialize;
+    spec.align = !info.do_not_specialize_on_alignment;
+    spec.is_const = info.is_const;
+    if (!info.is_constexpr) parse_annotation(ann_type, spec);
+    ArgValue def{};
+    def.kind = ArgKind::kNone;
+    if (info.has_default) {
+      def = convert_default(*k, t[8]);
+      seen_default = true;
+    } else if (!seen_default) {
+      k->min_args = k->params.size() + 1;
+    }
+    k->params.push_back(std::move(info));
+    k->specs.push_back(spec);
+    k->defaults.push_back(def);
+  }
+  return k;
+}
+
+KernelState* register_state(const std::string& module, const std::string& key,
+                            std::unique_ptr<KernelState> k) {
+  std::unique_ptr<KernelState> loser;
+  KernelState* registered = insert_kernel(module, key, std::move(k), &loser);
+  if (loser) {
+    // Another thread loaded it first; drop our references.
+    py::Gil gil;
+    Py_XDECREF(static_cast<PyObject*>(loser->py_jit_function));
+    Py_XDECREF(static_cast<PyObject*>(loser->py_object));
+    for (void* o : loser->py_default_objects) Py_XDECREF(static_cast<PyObject*>(o));
+  }
+  return registered;
+}
+
+}  // namespace
+
+KernelState* load_kernel(std::string_view module_sv, std::string_view name_sv) {
+  const std::string module(module_sv), name(name_sv);
+  if (KernelState* k = find_kernel(module, name)) return k;
+  py::ensure_runtime();
+  TE_CHECK(!py::closed(), PythonError)
+      << "cannot load " << module << "." << name << ": the Python interpreter has shut down";
+
+  std::unique_ptr<KernelState> outer, inner;
+  {
+    py::Gil gil;
+    try {
+      pyb::tuple r = py::glue().attr("load_kernel")(module, name);
+      pyb::handle obj = r[0];
+      pyb::handle fn = r[1];
+      pyb::list wrappers = r[2];
+      const std::string fn_name = r[3].cast<std::string>();
+      pyb::list params = r[4];
+      outer = make_state(module, fn_name, fn, params);
+      Py_INCREF(obj.ptr());
+      outer->py_object = obj.ptr();
+      if (!wrappers.empty()) {
+        outer->wrapper = wrappers[0].cast<std::string>();
+        outer->wrapper_kind =
+            outer->wrapper == "autotune" ? WrapperKind::kAutotune : WrapperKind::kHeuristics;
+        inner = make_state(module, fn_name, fn, params);
+      }
+    } catch (pyb::error_already_set& e) {
+      const std::string type = py::exception_type(e);
+      const std::string trace = py::format_exception(e);
+      if (type == "KernelNotFound") {
+        // The message says what is missing; the traceback of what Python raised follows.
+        const std::string cause = py::glue().attr("format_cause")(e.value()).cast<std::string>();
+        TE_THROW(LookupError) << "cannot load kernel " << module << "." << name << ": "
+                              << pyb::str(e.value()).cast<std::string>()
+                              << (cause.empty() ? "" : "\n" + cause);
+      }
+      if (type == "TypeError") {
+        TE_THROW(TypeError) << "cannot load kernel " << module << "." << name << ": "
+                            << pyb::str(e.value()).cast<std::string>();
+      }
+      TE_THROW(PythonError) << "cannot load kernel " << module << "." << name
+                            << ": importing or reading it raised\n" << trace;
+    }
+  }
+  if (inner) {
+    KernelState* in = register_state(module, name + "[inner]", std::move(inner));
+    outer->inner = in;
+  }
+  return register_state(module, name, std::move(outer));
+}
+
+}  // namespace triton_embed::detail

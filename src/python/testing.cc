@@ -1,0 +1,39 @@
+#include "triton_embed/detail/testing.h"
+
+#include <mutex>
+
+#include "core/errors.h"
+#include "core/specialize.h"
+#include "python/convert.h"
+#include "python/interpreter.h"
+
+namespace triton_embed::detail::testing {
+
+namespace pyb = pybind11;
+
+void* specialization(KernelState* kernel, const ArgValue* args, size_t nargs) {
+  KernelState& k = *kernel;
+  TE_CHECK(nargs == k.params.size(), ValueError)
+      << "testing::specialization: pass every argument (" << k.params.size() << ")";
+  LeafList leaves;
+  specialize(k, args, leaves);
+  pyb::list spec = py::specialization_to_python(k, leaves);
+  pyb::list bound = py::args_to_python(k, args);
+  return pyb::make_tuple(spec, bound).release().ptr();
+}
+
+long compile_count() {
+  py::ensure_runtime();
+  py::Gil gil;
+  return py::glue().attr("compile_count").cast<long>();
+}
+
+size_t cache_size(const JitFunction& fn) {
+  Cache& c = fn.state()->cache;
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.table.size();
+}
+
+bool half_bits(double value, uint16_t* bits) { return double_to_half_bits(value, bits); }
+
+}  // namespace triton_embed::detail::testing

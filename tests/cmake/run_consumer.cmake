@@ -1,0 +1,33 @@
+# Builds and runs tests/cmake/consumer against this build of triton_embed.
+#   MODE=find_package: installs BUILD_DIR into WORK_DIR/prefix and uses find_package.
+#   MODE=fetchcontent: the consumer pulls SOURCE_DIR in with FetchContent.
+cmake_minimum_required(VERSION 3.22)
+
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "command failed (${rc}): ${ARGN}")
+  endif()
+endfunction()
+
+set(args -S "${SOURCE_DIR}/tests/cmake/consumer" -B "${WORK_DIR}/build" -G "${GENERATOR}"
+         -DCMAKE_BUILD_TYPE=Release "-DPython_EXECUTABLE=${Python_EXECUTABLE}" -DTE_MODE=${MODE})
+if(MODE STREQUAL "find_package")
+  run("${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix")
+  list(APPEND args "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix")
+else()
+  list(APPEND args "-DTE_SOURCE_DIR=${SOURCE_DIR}")
+endif()
+run("${CMAKE_COMMAND}" ${args})
+run("${CMAKE_COMMAND}" --build "${WORK_DIR}/build" --parallel)
+execute_process(COMMAND "${WORK_DIR}/build/consumer" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}${err}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "the consumer failed (${rc})")
+endif()
+if(MODE STREQUAL "find_package" AND NOT out MATCHES "prefix/share/triton_embed/python")
+  message(FATAL_ERROR "the installed library did not put its share/ pykernels on sys.path")
+endif()

@@ -1,0 +1,352 @@
+// jit.h: compiling in-process for an explicit target (no GPU needed). The kernel hash must be
+// the one Python's JITFunction produces for the same arguments and options.
+
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <triton_embed/detail/testing.h>
+
+#include "test_support.h"
+
+namespace te = triton_embed;
+namespace py = pybind11;
+
+namespace {
+
+const char* kPythonSide = R"PY(
+import importlib
+from triton.runtime.driver import driver as _driver
+
+def python_hash(module, kernel, args, kwargs):
+    """The hash Python Triton's JIT path gives these arguments (JITFunction.warmup)."""
+    fn = importlib.import_module(module)
+    for part in kernel.split("."):
+        fn = getattr(fn, part)
+    previous = _driver._active
+    _driver.set_active(FakeDriver())
+    try:
+        return fn.warmup(*args, grid=(1,), **kwargs).hash
+    finally:
+        _driver._active = previous
+)PY";
+
+class Compile : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    te::set_target(te::Target::parse("cuda:90"));
+    te_test::Gil gil;
+    te_test::install_python_helpers();
+    te_test::exec(kPythonSide);
+  }
+  static std::string python_hash(const char* module, const char* kernel, const std::string& args,
+                                 const std::string& kwargs = "{}") {
+    te_test::Gil gil;
+    return py::module_::import("__main__")
+        .attr("python_hash")(module, kernel, te_test::eval(args), te_test::eval(kwargs))
+        .cast<std::string>();
+  }
+};
+
+template <class T>
+T* at(uint64_t addr) {
+  return reinterpret_cast<T*>(addr);
+}
+
+TEST_F(Compile, HashMatchesPythonAligned) {
+  te::JitFunction add("pykernels.vector", "add_kernel");
+  const te::CompiledKernel& k = add.compile(at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 98432, 1024);
+  EXPECT_EQ(k.hash(), python_hash("pykernels.vector", "add_kernel",
+                                  "(P(0x10000, 'float32'), P(0x20000, 'float32'), P(0x30000, 'float32'), 98432, 1024)"));
+  EXPECT_EQ(k.name(), "add_kernel");
+  EXPECT_EQ(k.target(), "cuda:90");
+  EXPECT_EQ(k.signature(),
+            "add_kernel(x_ptr: *fp32 D, y_ptr: *fp32 D, out_ptr: *fp32 D, n_elements: i32 D, "
+            "BLOCK: constexpr = 1024)");
+  EXPECT_EQ(k.num_warps(), 4);
+  EXPECT_EQ(k.num_stages(), 3);
+  EXPECT_EQ(k.num_ctas(), 1);
+  EXPECT_EQ(k.num_kernel_params(), 6);  // 4 runtime arguments + 2 scratch pointers
+  ASSERT_GE(k.cubin().size(), 4u);
+  EXPECT_EQ(std::memcmp(k.cubin().data(), "\x7f" "ELF", 4), 0);
+  EXPECT_NE(k.ptx().find(".entry add_kernel"), std::string_view::npos);
+}
+
+TEST_F(Compile, HashMatchesPythonMisalignedAndOne) {
+  te::JitFunction add("pykernels.vector", "add_kernel");
+  const auto& a = add.compile(at<float>(0x10004), at<float>(0x20000), at<float>(0x30008), 1000, 256);
+  EXPECT_EQ(a.hash(), python_hash("pykernels.vector", "add_kernel",
+                                  "(P(0x10004, 'float32'), P(0x20000, 'float32'), P(0x30008, 'float32'), 1000, 256)"));
+  EXPECT_EQ(a.signature(),
+            "add_kernel(x_ptr: *fp32, y_ptr: *fp32 D, out_ptr: *fp32, n_elements: i32, "
+            "BLOCK: constexpr = 256)");
+  const auto& one = add.compile(at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 1, 256);
+  EXPECT_EQ(one.hash(), python_hash("pykernels.vector", "add_kernel",
+                                    "(P(0x10000, 'float32'), P(0x20000, 'float32'), P(0x30000, 'float32'), 1, 256)"));
+  EXPECT_EQ(one.num_kernel_params(), 5);  // n_elements == 1 became a constexpr
+  const auto& big = add.compile(at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), int64_t{1} << 33, 256);
+  EXPECT_EQ(big.hash(), python_hash("pykernels.vector", "add_kernel",
+                                    "(P(0x10000, 'float32'), P(0x20000, 'float32'), P(0x30000, 'float32'), 2**33, 256)"));
+  EXPECT_NE(big.signature().find("n_elements: i64 D"), std::string::npos);
+}
+
+TEST_F(Compile, HashMatchesPythonWithOptions) {
+  te::JitFunction add("pykernels.vector", "add_kernel");
+  auto add8 = add.with_options(te::Options().num_warps(8).num_stages(2));
+  const auto& k = add8.compile(at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 4096, 2048);
+  EXPECT_EQ(k.num_warps(), 8);
+  EXPECT_EQ(k.num_stages(), 2);
+  EXPECT_EQ(k.hash(), python_hash("pykernels.vector", "add_kernel",
+                                  "(P(0x10000, 'float32'), P(0x20000, 'float32'), P(0x30000, 'float32'), 4096, 2048)",
+                                  "{'num_warps': 8, 'num_stages': 2}"));
+  // The default options give a different kernel, cached separately.
+  const auto& d = add.compile(at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 4096, 2048);
+  EXPECT_NE(&d, &k);
+  EXPECT_EQ(d.num_warps(), 4);
+}
+
+TEST_F(Compile, HashMatchesPythonDefaultsFloatsAndFp16) {
+  te::JitFunction axpy("pykernels.vector", "axpy_kernel");
+  const auto& k = axpy.compile(at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 2.5, 4096);
+  EXPECT_EQ(k.hash(), python_hash("pykernels.vector", "axpy_kernel",
+                                  "(P(0x10000, 'float32'), P(0x20000, 'float32'), P(0x30000, 'float32'), 2.5, 4096)"));
+  // The default BLOCK = 1024 filled in equals passing it.
+  EXPECT_EQ(&k, &axpy.compile(at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 2.5, 4096, 1024));
+  te::JitFunction scale("te_compile_kernels", "scale_kernel");
+  const auto& s = scale.compile(te::Pointer(uint64_t{0x40000}, te::DType::fp16),
+                                te::Pointer(uint64_t{0x50000}, te::DType::fp16), 0.5f, 333);
+  EXPECT_EQ(s.hash(), python_hash("te_compile_kernels", "scale_kernel",
+                                  "(P(0x40000, 'float16'), P(0x50000, 'float16'), 0.5, 333)"));
+}
+
+TEST_F(Compile, HashMatchesPythonFlagsTuplesDtypesStringsAndFunctions) {
+  te::JitFunction flags("te_compile_kernels", "flags_kernel");
+  EXPECT_EQ(flags.compile(at<float>(0x10000), at<float>(0x20000), 64, 64).hash(),
+            python_hash("te_compile_kernels", "flags_kernel",
+                        "(P(0x10000, 'float32'), P(0x20000, 'float32'), 64, 64)"));
+  te::JitFunction tup("te_compile_kernels", "tuple_kernel");
+  const auto& t = tup.compile(std::make_tuple(at<float>(0x10000), at<float>(0x20004)), std::make_tuple(64, 1),
+                              at<float>(0x30000), 64);
+  EXPECT_EQ(t.hash(), python_hash("te_compile_kernels", "tuple_kernel",
+                                  "((P(0x10000, 'float32'), P(0x20004, 'float32')), (64, 1), P(0x30000, 'float32'), 64)"));
+  EXPECT_EQ(t.num_kernel_params(), 6);  // two pointers, one size (the other is constexpr 1), out, scratch x2
+  te::JitFunction dt("te_compile_kernels", "dtype_kernel");
+  EXPECT_EQ(dt.compile(at<float>(0x10000), te::Pointer(uint64_t{0x20000}, te::DType::fp16), 100,
+                       te::DType::fp16, "double", 128)
+                .hash(),
+            python_hash("te_compile_kernels", "dtype_kernel",
+                        "(P(0x10000, 'float32'), P(0x20000, 'float16'), 100, tl.float16, 'double', 128)"));
+  te::JitFunction apply("te_compile_kernels", "apply_kernel");
+  te::JitFunction relu("te_compile_kernels", "relu");
+  te::JitFunction negate("te_compile_kernels", "negate");
+  const auto& r = apply.compile(at<float>(0x10000), at<float>(0x20000), 100, relu, 128);
+  const auto& n = apply.compile(at<float>(0x10000), at<float>(0x20000), 100, negate, 128);
+  EXPECT_NE(r.hash(), n.hash());
+  {
+    te_test::Gil gil;
+    te_test::exec("import te_compile_kernels");
+  }
+  EXPECT_EQ(r.hash(), python_hash("te_compile_kernels", "apply_kernel",
+                                  "(P(0x10000, 'float32'), P(0x20000, 'float32'), 100, te_compile_kernels.relu, 128)"));
+}
+
+TEST_F(Compile, HashMatchesPythonAnnotatedAndScalars) {
+  te::JitFunction ann("te_compile_kernels", "annotated_kernel");
+  // n == 1 on an annotated parameter stays a runtime i64 (key 1), alpha packs as fp16.
+  const auto& k = ann.compile(at<float>(0x10000), at<float>(0x20000), 1, 0.5, true, 128);
+  EXPECT_EQ(k.hash(), python_hash("te_compile_kernels", "annotated_kernel",
+                                  "(P(0x10000, 'float32'), P(0x20000, 'float32'), 1, 0.5, True, 128)"));
+  EXPECT_EQ(k.num_kernel_params(), 7);
+  te::JitFunction mixed("te_compile_kernels", "mixed_kernel");
+  EXPECT_EQ(mixed.compile(at<float>(0x10000), at<float>(0x20000), 4096, 2.0, false, 128).hash(),
+            python_hash("te_compile_kernels", "mixed_kernel",
+                        "(P(0x10000, 'float32'), P(0x20000, 'float32'), 4096, 2.0, False, 128)"));
+}
+
+TEST_F(Compile, CacheHitsDoNotCompile) {
+  te::JitFunction add("pykernels.vector", "add_kernel");
+  auto add2 = add.with_options(te::Options().num_warps(2));
+  const auto& first = add2.compile(at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 512, 128);
+  const long count = te::detail::testing::compile_count();
+  const size_t entries = te::detail::testing::cache_size(add);
+  for (int i = 0; i < 100; ++i) {
+    // Other addresses and sizes with the same specialisation hit the same entry.
+    const uint64_t off = 0x100 * (i + 1);
+    EXPECT_EQ(&add2.compile(at<float>(0x10000 + off), at<float>(0x20000 + off), at<float>(0x30000 + off),
+                            512 + 16 * i, 128),
+              &first);
+  }
+  EXPECT_EQ(te::detail::testing::compile_count(), count);
+  EXPECT_EQ(te::detail::testing::cache_size(add), entries);
+  // JitFunction handles of the same kernel share the cache.
+  te::JitFunction again("pykernels.vector", "add_kernel");
+  EXPECT_EQ(again.state(), add.state());
+  EXPECT_EQ(&again.with_options(te::Options().num_warps(2))
+                 .compile(at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 512, 128),
+            &first);
+}
+
+TEST_F(Compile, ManyThreadsMissingOneKeyCompileOnce) {
+  te::JitFunction add("pykernels.vector", "add_kernel");
+  auto fresh = add.with_options(te::Options().num_warps(1).num_stages(1));
+  const long before = te::detail::testing::compile_count();
+  constexpr int kThreads = 8;
+  std::vector<const te::CompiledKernel*> got(kThreads, nullptr);
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (ready.load() < kThreads) {
+      }
+      got[t] = &fresh.compile(at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 8192, 512);
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(te::detail::testing::compile_count(), before + 1);
+  for (int t = 1; t < kThreads; ++t) EXPECT_EQ(got[t], got[0]);
+}
+
+TEST_F(Compile, FailedCompileIsNotCached) {
+  te::JitFunction broken("te_broken_kernels", "broken_kernel");
+  const long before = te::detail::testing::compile_count();
+  try {
+    broken.compile(at<float>(0x10000), 100, 128);
+    FAIL() << "expected CompileError";
+  } catch (const te::CompileError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("Triton failed to compile te_broken_kernels.broken_kernel as "
+                        "broken_kernel(x_ptr: *fp32 D, n: i32, BLOCK: constexpr = 128) for cuda:90:\n"
+                        "CompilationError: ",
+                        0),
+              0u)
+        << msg;
+    EXPECT_NE(msg.find("undefined_helper"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(te::detail::testing::cache_size(broken), 0u);
+  {
+    // Fix the kernel's source in Python; the same call now compiles.
+    te_test::Gil gil;
+    te_test::exec(
+        "import te_broken_kernels as _b\n"
+        "_b.broken_kernel._unsafe_update_src(_b.FIXED_SOURCE)\n");
+  }
+  const auto& k = broken.compile(at<float>(0x10000), 100, 128);
+  EXPECT_EQ(k.name(), "broken_kernel");
+  EXPECT_EQ(te::detail::testing::compile_count(), before + 2);
+  EXPECT_EQ(te::detail::testing::cache_size(broken), 1u);
+}
+
+TEST_F(Compile, BadOptions) {
+  te::JitFunction add("pykernels.vector", "add_kernel");
+  try {
+    add.with_options(te::Options().set("num_wraps", 8)).compile(at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 64, 64);
+    FAIL() << "expected ValueError";
+  } catch (const te::ValueError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("pykernels.vector.add_kernel: unknown Triton option 'num_wraps'; the options are: ", 0), 0u) << msg;
+    EXPECT_NE(msg.find("num_warps"), std::string::npos);
+  }
+  try {
+    add.with_options(te::Options().num_warps(3)).compile(at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 64, 64);
+    FAIL() << "expected CompileError";
+  } catch (const te::CompileError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("with num_warps=3:\nAssertionError: num_warps must be a power of 2"), std::string::npos) << msg;
+  }
+}
+
+TEST_F(Compile, WrappedKernelsLoadButDoNotLaunch) {
+  te::JitFunction tuned("te_compile_kernels", "autotuned_kernel");
+  EXPECT_EQ(tuned.wrapper(), "autotune");
+  ASSERT_EQ(tuned.params().size(), 4u);
+  EXPECT_EQ(tuned.params()[3].name, "BLOCK");
+  EXPECT_TRUE(tuned.params()[3].is_constexpr);
+  try {
+    tuned.compile(at<float>(0x10000), at<float>(0x20000), 64);
+    FAIL() << "expected NotSupportedError";
+  } catch (const te::NotSupportedError& e) {
+    EXPECT_STREQ(e.what(),
+                 "te_compile_kernels.autotuned_kernel is wrapped in @triton.autotune; running "
+                 "autotuned kernels from C++ is not supported yet. Launch the inner kernel with "
+                 "explicit meta-parameters: JitFunction(\"te_compile_kernels\", "
+                 "\"autotuned_kernel\").inner().launch(...)");
+  }
+  // The inner JITFunction compiles with explicit meta-parameters, as Python's would.
+  const auto& k = tuned.inner().compile(at<float>(0x10000), at<float>(0x20000), 64, 128);
+  EXPECT_EQ(k.hash(), python_hash("te_compile_kernels", "autotuned_kernel.fn",
+                                  "(P(0x10000, 'float32'), P(0x20000, 'float32'), 64, 128)"));
+
+  te::JitFunction heur("te_compile_kernels", "heuristic_kernel");
+  EXPECT_EQ(heur.wrapper(), "heuristics");
+  EXPECT_THROW(heur.compile(at<float>(0x10000), at<float>(0x20000), 64), te::NotSupportedError);
+  EXPECT_EQ(heur.inner().wrapper(), "");
+  EXPECT_EQ(heur.inner().compile(at<float>(0x10000), at<float>(0x20000), 64, 128).name(), "heuristic_kernel");
+  try {
+    te::JitFunction("pykernels.vector", "add_kernel").inner();
+    FAIL() << "expected ValueError";
+  } catch (const te::ValueError& e) {
+    EXPECT_STREQ(e.what(),
+                 "pykernels.vector.add_kernel is a plain @triton.jit function; inner() is for "
+                 "kernels wrapped in @triton.autotune or @triton.heuristics");
+  }
+}
+
+TEST_F(Compile, IntrospectionReadsParams) {
+  te::JitFunction flags("te_compile_kernels", "flags_kernel");
+  const auto& p = flags.params();
+  ASSERT_EQ(p.size(), 4u);
+  EXPECT_EQ(p[0].name, "x_ptr");
+  EXPECT_TRUE(p[0].do_not_specialize_on_alignment);
+  EXPECT_FALSE(p[0].do_not_specialize);
+  EXPECT_TRUE(p[2].do_not_specialize);
+  EXPECT_TRUE(p[3].is_constexpr);
+  EXPECT_EQ(flags.signature(), "flags_kernel(x_ptr, out_ptr, n, BLOCK: constexpr)");
+  te::JitFunction ann("te_compile_kernels", "annotated_kernel");
+  EXPECT_EQ(ann.signature(),
+            "annotated_kernel(x_ptr: *fp32, out_ptr, n: i64, alpha: fp16, flag: u1, BLOCK: constexpr)");
+  te::JitFunction axpy("pykernels.vector", "axpy_kernel");
+  EXPECT_TRUE(axpy.params()[5].has_default);
+  EXPECT_EQ(axpy.params()[5].default_repr, "1024");
+  EXPECT_EQ(axpy.signature(),
+            "axpy_kernel(x_ptr, y_ptr, out_ptr, alpha, n_elements, BLOCK: constexpr = 1024)");
+  EXPECT_EQ(axpy.module(), "pykernels.vector");
+  EXPECT_EQ(axpy.name(), "axpy_kernel");
+}
+
+TEST_F(Compile, HostPathPacksArgumentsAsTritonDoes) {
+  te::JitFunction ann("te_compile_kernels", "annotated_kernel");
+  uint64_t slots[16] = {};
+  // First call compiles (miss), second is a hit.
+  EXPECT_LT(te::detail::testing::dry_run(ann, slots, at<float>(0x10000), at<float>(0x20000), int64_t{-5}, 0.1, true, 128), 0);
+  const int n = te::detail::testing::dry_run(ann, slots, at<float>(0x10000), at<float>(0x20000), int64_t{-5}, 0.1, true, 128);
+  ASSERT_EQ(n, 5);
+  EXPECT_EQ(slots[0], 0x10000u);
+  EXPECT_EQ(slots[1], 0x20000u);
+  EXPECT_EQ(slots[2], static_cast<uint64_t>(int64_t{-5}));  // i64
+  EXPECT_EQ(slots[3], 0x2E66u);                              // fp16(0.1), round to nearest even
+  EXPECT_EQ(slots[4], 1u);                                   // u1
+  te::JitFunction mixed("te_compile_kernels", "mixed_kernel");
+  te::detail::testing::dry_run(mixed, slots, at<float>(0x10000), at<float>(0x20000), -7, 0.1, false, 128);
+  ASSERT_EQ(te::detail::testing::dry_run(mixed, slots, at<float>(0x10000), at<float>(0x20000), -7, 0.1, false, 128), 5);
+  EXPECT_EQ(static_cast<int32_t>(slots[2] & 0xFFFFFFFFu), -7);  // i32
+  float f;
+  const uint32_t bits = static_cast<uint32_t>(slots[3]);
+  std::memcpy(&f, &bits, 4);
+  EXPECT_EQ(f, 0.1f);  // a Python float is passed as fp32
+  EXPECT_EQ(slots[4], 0u);
+  // fp16 overflow is an error, as Python's launcher raises OverflowError.
+  try {
+    te::detail::testing::dry_run(ann, slots, at<float>(0x10000), at<float>(0x20000), int64_t{5}, 1e6, true, 128);
+    FAIL() << "expected ValueError";
+  } catch (const te::ValueError& e) {
+    EXPECT_STREQ(e.what(),
+                 "annotated_kernel(x_ptr, out_ptr, n, alpha, flag, BLOCK): argument #3 'alpha': "
+                 "1e+06 is too large for fp16");
+  }
+}
+
+}  // namespace

@@ -1,0 +1,97 @@
+"""Kernels the compile tests build (for an explicit target, no GPU needed)."""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, scale, n, BLOCK: tl.constexpr = 256):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * scale, mask=m)
+
+
+@triton.jit(do_not_specialize=["n"], do_not_specialize_on_alignment=["x_ptr"])
+def flags_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + 1, mask=m)
+
+
+@triton.jit
+def tuple_kernel(ptrs, sizes, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(ptrs[0] + offs, mask=offs < sizes[0], other=0.0)
+    b = tl.load(ptrs[1] + offs, mask=offs < sizes[1], other=0.0)
+    tl.store(out_ptr + offs, a + b)
+
+
+@triton.jit
+def dtype_kernel(x_ptr, out_ptr, n, OUT_DTYPE: tl.constexpr, MODE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    if MODE == "double":
+        x = x * 2
+    tl.store(out_ptr + offs, x.to(OUT_DTYPE), mask=m)
+
+
+@triton.jit
+def relu(x):
+    return tl.maximum(x, 0.0)
+
+
+@triton.jit
+def negate(x):
+    return -x
+
+
+@triton.jit
+def apply_kernel(x_ptr, out_ptr, n, FN: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, FN(tl.load(x_ptr + offs, mask=m)), mask=m)
+
+
+@triton.jit
+def annotated_kernel(x_ptr: "*fp32", out_ptr, n: tl.int64, alpha: tl.float16, flag: tl.int1,
+                     BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    if flag:
+        x = x * alpha.to(tl.float32)
+    tl.store(out_ptr + offs, x, mask=m)
+
+
+@triton.jit
+def mixed_kernel(x_ptr, out_ptr, n, alpha, use_alpha, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    if use_alpha:
+        x = x * alpha
+    tl.store(out_ptr + offs, x, mask=m)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 128}), triton.Config({"BLOCK": 256})], key=["n"])
+@triton.jit
+def autotuned_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+@triton.heuristics({"BLOCK": lambda args: 128})
+@triton.jit
+def heuristic_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+not_a_kernel = 42
+
+
+def plain_python_function(x):
+    return x
