@@ -49,8 +49,12 @@ setup_python() {
 }
 
 setup_system() {
-  if ! ls /usr/lib/*/cmake/GTest/GTestConfig.cmake /usr/lib/cmake/GTest/GTestConfig.cmake \
-       /usr/local/lib/cmake/GTest/GTestConfig.cmake >/dev/null 2>&1; then
+  local gtest_found=""
+  for f in /usr/lib/*/cmake/GTest/GTestConfig.cmake /usr/lib/cmake/GTest/GTestConfig.cmake \
+           /usr/local/lib/cmake/GTest/GTestConfig.cmake /usr/local/lib/*/cmake/GTest/GTestConfig.cmake; do
+    [[ -f "$f" ]] && gtest_found="$f"
+  done
+  if [[ -z "$gtest_found" ]]; then
     if command -v apt-get >/dev/null && [[ "$(id -u)" == 0 ]]; then
       log "installing googletest (apt: libgtest-dev)"
       apt-get install -y -q libgtest-dev >/dev/null || {
@@ -72,7 +76,7 @@ setup_system() {
 build() {
   setup_python
   setup_system
-  if [[ -f "$BUILD/CMakeCache.txt" ]] && ! grep -q "^Python_EXECUTABLE:FILEPATH=$PYTHON\$" "$BUILD/CMakeCache.txt"; then
+  if [[ -f "$BUILD/CMakeCache.txt" ]] && ! grep -Eq "^Python_EXECUTABLE:[A-Z]+=$PYTHON\$" "$BUILD/CMakeCache.txt"; then
     log "Python changed: reconfiguring $BUILD from scratch"
     rm -rf "$BUILD"
   fi

@@ -41,6 +41,35 @@ inline const ArgValue* with_defaults(const KernelState& k, const ArgValue* args,
   return buf;
 }
 
+// A call bound to its specialisation and cache key.
+struct Bound {
+  ArgValue buf[kMaxArgs];
+  const ArgValue* args;  // one value per parameter (defaults filled in)
+  LeafList leaves;
+  Key key;
+  uint64_t hash;
+};
+
+inline void bind(KernelState& k, const InternedOptions* options, const ArgValue* args,
+                 size_t nargs, uint32_t target, Bound& b) {
+  if (TE_UNLIKELY(k.wrapper_kind != WrapperKind::kNone)) throw_wrapped(k);
+  b.args = with_defaults(k, args, nargs, b.buf);
+  specialize(k, b.args, b.leaves);
+  build_key(k, b.leaves, b.key);
+  b.key.target = target;
+  b.key.options = options->id;
+  b.hash = b.key.hash();
+}
+
+// The cache entry for a bound call; compiles on a miss (`hit` says which happened).
+inline Entry* find_or_compile(KernelState& k, const InternedOptions* options, const Bound& b,
+                              bool* hit = nullptr) {
+  Entry* e = k.cache.table.find(b.key, b.hash);
+  if (hit != nullptr) *hit = e != nullptr;
+  if (TE_UNLIKELY(e == nullptr)) e = compile_entry(k, *options, b.key, b.hash, b.args, b.leaves);
+  return e;
+}
+
 [[noreturn]] void throw_bad_grid(const KernelState& k, const Grid& g, uint32_t num_ctas) {
   TE_THROW(ValueError) << "launching " << full_name(k) << ": grid (" << g.x << ", " << g.y << ", "
                        << g.z << ") is out of range: each axis must be >= 0, x * num_ctas ("
@@ -98,27 +127,15 @@ constexpr int kSharedMemoryModeAllowOversized = 3;
 void launch(KernelState* kernel, const InternedOptions* options, const GridSpec& grid,
             Stream stream, const ArgValue* args, size_t nargs) {
   KernelState& k = *kernel;
-  if (TE_UNLIKELY(k.wrapper_kind != WrapperKind::kNone)) throw_wrapped(k);
-  ArgValue buf[kMaxArgs];
-  const ArgValue* full = with_defaults(k, args, nargs, buf);
-
-  LeafList leaves;
-  specialize(k, full, leaves);
-  Key key;
-  build_key(k, leaves, key);
-
   const cuda::ContextInfo& ctx = cuda::current_context();
   const uint32_t forced = explicit_target_code();
-  key.target = forced != 0 ? forced : target_code(ctx.arch, 32);
-  key.options = options->id;
-  const uint64_t h = key.hash();
-
-  Entry* e = k.cache.table.find(key, h);
-  if (TE_UNLIKELY(e == nullptr)) e = compile_entry(k, *options, key, h, full, leaves);
+  Bound b;
+  bind(k, options, args, nargs, forced != 0 ? forced : target_code(ctx.arch, 32), b);
+  Entry* e = find_or_compile(k, options, b);
   void* fn = e->function_for(ctx.ctx);
   if (TE_UNLIKELY(fn == nullptr)) fn = load_function(k, *e, ctx);
 
-  const Grid g = grid.fn != nullptr ? grid.fn(grid.ctx, Meta(kernel, full, k.params.size()))
+  const Grid g = grid.fn != nullptr ? grid.fn(grid.ctx, Meta(kernel, b.args, k.params.size()))
                                     : grid.fixed;
   if (TE_UNLIKELY(g.x < 0 || g.y < 0 || g.z < 0 || g.x > 0x7FFFFFFF / e->num_ctas ||
                   g.y > 65535 || g.z > 65535)) {
@@ -128,7 +145,7 @@ void launch(KernelState* kernel, const InternedOptions* options, const GridSpec&
 
   uint64_t slots[kMaxLeaves + 2];
   void* params[kMaxLeaves + 2];
-  uint32_t np = pack_args(k, leaves, slots, params);
+  uint32_t np = pack_args(k, b.leaves, slots, params);
   Scratch global_scratch, profile_scratch;
   const uint64_t programs = static_cast<uint64_t>(g.x) * g.y * g.z * e->num_ctas;
   slots[np] = e->global_scratch_size == 0
@@ -197,13 +214,6 @@ void launch(KernelState* kernel, const InternedOptions* options, const GridSpec&
 const CompiledKernel& compile(KernelState* kernel, const InternedOptions* options,
                               const ArgValue* args, size_t nargs) {
   KernelState& k = *kernel;
-  if (k.wrapper_kind != WrapperKind::kNone) throw_wrapped(k);
-  ArgValue buf[kMaxArgs];
-  const ArgValue* full = with_defaults(k, args, nargs, buf);
-  LeafList leaves;
-  specialize(k, full, leaves);
-  Key key;
-  build_key(k, leaves, key);
   uint32_t target = explicit_target_code();
   if (target == 0) {
     if (!cuda::api().ok) {
@@ -214,12 +224,9 @@ const CompiledKernel& compile(KernelState* kernel, const InternedOptions* option
     }
     target = target_code(cuda::current_context().arch, 32);
   }
-  key.target = target;
-  key.options = options->id;
-  const uint64_t h = key.hash();
-  Entry* e = k.cache.table.find(key, h);
-  if (e == nullptr) e = compile_entry(k, *options, key, h, full, leaves);
-  return *e->kernel;
+  Bound b;
+  bind(k, options, args, nargs, target, b);
+  return *find_or_compile(k, options, b)->kernel;
 }
 
 int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const ArgValue* args,
@@ -227,24 +234,15 @@ int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const
   // The launch path up to the driver call, for a compile-only target: what the CPU
   // benchmark and the allocation test measure.
   KernelState& k = *kernel;
-  if (k.wrapper_kind != WrapperKind::kNone) throw_wrapped(k);
-  ArgValue buf[kMaxArgs];
-  const ArgValue* full = with_defaults(k, args, nargs, buf);
-  LeafList leaves;
-  specialize(k, full, leaves);
-  Key key;
-  build_key(k, leaves, key);
   const uint32_t target = explicit_target_code();
   TE_CHECK(target != 0, ValueError) << "host_path_dry_run needs an explicit target";
-  key.target = target;
-  key.options = options->id;
-  const uint64_t h = key.hash();
-  Entry* e = k.cache.table.find(key, h);
-  const int hit = e != nullptr ? 1 : 0;
-  if (TE_UNLIKELY(e == nullptr)) e = compile_entry(k, *options, key, h, full, leaves);
+  Bound b;
+  bind(k, options, args, nargs, target, b);
+  bool hit = false;
+  find_or_compile(k, options, b, &hit);
   uint64_t slots[kMaxLeaves + 2];
   void* params[kMaxLeaves + 2];
-  const uint32_t np = pack_args(k, leaves, slots, params);
+  const uint32_t np = pack_args(k, b.leaves, slots, params);
   if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
   return hit ? static_cast<int>(np) : -static_cast<int>(np) - 1;
 }

@@ -35,7 +35,7 @@ pyb::object to_python(const ArgValue& v) {
     case ArgKind::kTuple: {
       pyb::tuple t(v.count);
       for (uint32_t i = 0; i < v.count; ++i) t[i] = to_python(v.elems[i]);
-      return std::move(t);
+      return t;
     }
     case ArgKind::kJitFunction: {
       auto* k = static_cast<const KernelState*>(v.ptr);

@@ -10,6 +10,7 @@
 
 #include <triton_embed/detail/testing.h>
 
+#include "alloc_counter.h"
 #include "test_support.h"
 
 namespace te = triton_embed;
@@ -347,6 +348,32 @@ TEST_F(Compile, HostPathPacksArgumentsAsTritonDoes) {
                  "annotated_kernel(x_ptr, out_ptr, n, alpha, flag, BLOCK): argument #3 'alpha': "
                  "1e+06 is too large for fp16");
   }
+}
+
+TEST_F(Compile, HotPathDoesNotAllocate) {
+  // Everything a launch does before the driver call, on a cache hit: no heap allocation.
+  te::JitFunction add("pykernels.vector", "add_kernel");
+  te::JitFunction tup("te_compile_kernels", "tuple_kernel");
+  te::JitFunction dt("te_compile_kernels", "dtype_kernel");
+  uint64_t slots[16];
+  te::detail::testing::dry_run(add, slots, at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 4096, 1024);
+  te::detail::testing::dry_run(tup, slots, std::make_tuple(at<float>(0x10000), at<float>(0x20000)),
+                               std::make_tuple(64, 64), at<float>(0x30000), 64);
+  te::detail::testing::dry_run(dt, slots, at<float>(0x10000), te::Pointer(uint64_t{0x20000}, te::DType::fp16),
+                               100, te::DType::fp16, "double", 128);
+  te_test::CountAllocations count;
+  int hits = 0;
+  for (int i = 0; i < 1000; ++i) {
+    hits += te::detail::testing::dry_run(add, slots, at<float>(0x10000), at<float>(0x20000),
+                                         at<float>(0x30000), 4096 + 16 * i, 1024) > 0;
+    hits += te::detail::testing::dry_run(tup, slots, std::make_tuple(at<float>(0x10000), at<float>(0x20000)),
+                                         std::make_tuple(64, 64), at<float>(0x30000), 64) > 0;
+    hits += te::detail::testing::dry_run(dt, slots, at<float>(0x10000),
+                                         te::Pointer(uint64_t{0x20000}, te::DType::fp16), 100,
+                                         te::DType::fp16, "double", 128) > 0;
+  }
+  EXPECT_EQ(count.count(), 0u);
+  EXPECT_EQ(hits, 3000);
 }
 
 }  // namespace

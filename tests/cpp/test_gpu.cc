@@ -13,6 +13,7 @@
 #include <triton_embed/allocator.h>
 #include <triton_embed/detail/testing.h>
 
+#include "alloc_counter.h"
 #include "test_support.h"
 
 namespace te = triton_embed;
@@ -373,6 +374,23 @@ TEST_F(Gpu, ThreadsLaunchOnTheirOwnStreams) {
   for (int t = 0; t < kThreads; ++t) {
     for (float v : outs[t]->download()) ASSERT_EQ(v, 2.0f * t);
   }
+}
+
+TEST_F(Gpu, CachedLaunchesDoNotAllocate) {
+  const int n = 4096;
+  DeviceBuffer<float> x(n), out(n);
+  te::JitFunction add("pykernels.vector", "add_kernel");
+  cudaStream_t s;
+  CUDA_ASSERT(cudaStreamCreate(&s));
+  add.launch({te::cdiv(n, 1024)}, s, x.ptr, x.ptr, out.ptr, n, 1024);  // compile and load
+  CUDA_ASSERT(cudaStreamSynchronize(s));
+  {
+    te_test::CountAllocations count;
+    for (int i = 0; i < 1000; ++i) add.launch({te::cdiv(n, 1024)}, s, x.ptr, x.ptr, out.ptr, n, 1024);
+    EXPECT_EQ(count.count(), 0u);
+  }
+  CUDA_ASSERT(cudaStreamSynchronize(s));
+  CUDA_ASSERT(cudaStreamDestroy(s));
 }
 
 }  // namespace

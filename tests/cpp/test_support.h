@@ -40,41 +40,15 @@ inline py::object eval(const std::string& expr) {
   return py::reinterpret_steal<py::object>(r);
 }
 
-// Python helpers: P(address, dtype) is a tensor-like object Triton treats as a pointer,
-// FakeDriver lets JITFunction.warmup compile for cuda:90 without a GPU.
+// Imports tests/kernels/te_helpers.py into __main__: P(address, dtype), a tensor-like object
+// Triton treats as a pointer, and FakeDriver, which lets JITFunction.warmup compile for
+// cuda:90 without a GPU.
 inline void install_python_helpers() {
-  exec(R"PY(
-import triton
-import triton.language as tl
-from triton.backends.compiler import GPUTarget
-
-class _Dtype:
-    def __init__(self, name):
-        self.name = name
-    def __str__(self):
-        return "torch." + self.name
-    def __hash__(self):
-        return hash(self.name)
-    def __eq__(self, other):
-        return isinstance(other, _Dtype) and other.name == self.name
-
-class P:
-    """A tensor-like object: Triton specialises it as a pointer to `dtype`."""
-    def __init__(self, address, dtype):
-        self.address = address
-        self.dtype = _Dtype(dtype)
-    def data_ptr(self):
-        return self.address
-
-class FakeDriver:
-    """Enough of a driver for JITFunction.warmup to compile for cuda:90 on a CPU machine."""
-    def get_current_device(self):
-        return 0
-    def get_current_stream(self, device):
-        return 0
-    def get_current_target(self):
-        return GPUTarget("cuda", 90, 32)
-)PY");
+  exec(
+      "import triton\n"
+      "import triton.language as tl\n"
+      "from triton.backends.compiler import GPUTarget\n"
+      "from te_helpers import P, FakeDriver\n");
 }
 
 // Takes ownership of a new reference returned as void* by the testing hooks.

@@ -11,38 +11,7 @@ for p in os.environ.get("TRITON_EMBED_PYTHONPATH", "").split(":"):
         sys.path.insert(0, p)
 
 
-class _Dtype:
-    def __init__(self, name):
-        self.name = name
-
-    def __str__(self):
-        return "torch." + self.name
-
-
-class P:
-    """A tensor-like object Triton specialises as a pointer (no torch needed)."""
-
-    def __init__(self, address, dtype="float32"):
-        self.address = address
-        self.dtype = _Dtype(dtype)
-
-    def data_ptr(self):
-        return self.address
-
-
-class FakeDriver:
-    """Lets JITFunction.warmup compile for cuda:90 on a machine without a GPU."""
-
-    def get_current_device(self):
-        return 0
-
-    def get_current_stream(self, device):
-        return 0
-
-    def get_current_target(self):
-        from triton.backends.compiler import GPUTarget
-
-        return GPUTarget("cuda", 90, 32)
+from te_helpers import FakeDriver, P  # noqa: E402,F401  (tests/kernels, on sys.path)
 
 
 @pytest.fixture

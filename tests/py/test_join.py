@@ -104,3 +104,19 @@ def test_gpu_launch_from_a_python_process_matches_python_triton():
 
 def triton_cdiv(a, b):
     return (a + b - 1) // b
+
+
+def test_python_process_exits_cleanly_after_using_the_library():
+    # The library drops its Python references when the interpreter shuts down.
+    code = (
+        "import sys, os\n"
+        "sys.path[:0] = [os.environ['TE_PYEXT_DIR'], os.environ['TE_SOURCE_DIR']]\n"
+        "import te_pyext\n"
+        "te_pyext.set_target('cuda:90')\n"
+        "print(te_pyext.compile_add(0x1000, 0x2000, 0x3000, 4096, 1024)['hash'])\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.strip()) == 64, r.stdout
+    assert "Traceback" not in r.stderr and "Fatal" not in r.stderr, r.stderr
