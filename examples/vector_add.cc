@@ -6,6 +6,7 @@
 
 #include <triton_embed/jit.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -75,19 +76,27 @@ int main() {
     const double first_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
-    const int iters = 10000;
-    t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i) add.launch({te::cdiv(n, 1024)}, stream, x, y, out, n, 1024);
-    const double launch_us = std::chrono::duration<double, std::micro>(
-                                 std::chrono::steady_clock::now() - t0).count() / iters;
-    CUDA_OK(cudaStreamSynchronize(stream));
+    // Host time per launch: batches of back-to-back launches (short enough not to fill the
+    // launch queue), synchronised between batches; the median batch.
+    std::vector<double> per_launch_us;
+    for (int batch = 0; batch < 50; ++batch) {
+      const int launches = 200;
+      t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < launches; ++i) add.launch({te::cdiv(n, 1024)}, stream, x, y, out, n, 1024);
+      per_launch_us.push_back(std::chrono::duration<double, std::micro>(
+                                  std::chrono::steady_clock::now() - t0).count() / launches);
+      CUDA_OK(cudaStreamSynchronize(stream));
+    }
+    std::sort(per_launch_us.begin(), per_launch_us.end());
+    const double launch_us = per_launch_us[per_launch_us.size() / 2];
     CUDA_OK(cudaMemcpy(hout.data(), out, n * sizeof(float), cudaMemcpyDeviceToHost));
 
     double max_err = 0;
     for (int i = 0; i < n; ++i) max_err = std::fmax(max_err, std::fabs(hout[i] - (hx[i] + hy[i])));
     std::printf("GPU: add_kernel on %d floats: max |error| = %g -> %s\n", n, max_err,
                 max_err == 0 ? "OK" : "MISMATCH");
-    std::printf("  first call (compile + load) %.1f ms; then %.2f us per launch (host side)\n",
+    std::printf("  first call (compile + load) %.1f ms; then %.2f us per launch (host time, median "
+                "of 50 batches of 200)\n",
                 first_ms, launch_us);
     cudaFree(x);
     cudaFree(y);

@@ -142,7 +142,7 @@ template <class T>
 inline constexpr bool dependent_false = false;
 
 template <class T>
-constexpr DType dtype_of() {
+constexpr DType arithmetic_dtype() {
   using U = std::remove_cv_t<T>;
   if constexpr (std::is_same_v<U, bool>) return DType::u1;
   else if constexpr (std::is_same_v<U, float>) return DType::fp32;
@@ -156,6 +156,26 @@ constexpr DType dtype_of() {
   else if constexpr (std::is_integral_v<U> && std::is_unsigned_v<U> && sizeof(U) == 4) return DType::u32;
   else if constexpr (std::is_integral_v<U> && std::is_unsigned_v<U> && sizeof(U) == 8) return DType::u64;
   else return DType::invalid;
+}
+
+}  // namespace detail
+
+/*! \brief The Triton element type of a \c T* argument. Arithmetic types are mapped; specialise
+ *  it for your own element types (\c <triton_embed/cuda_types.h> does so for \c __half,
+ *  \c __nv_bfloat16 and the fp8 types).
+ *  \code
+ *  template <> struct triton_embed::ElementType<my_half> { static constexpr DType value = DType::fp16; };
+ *  \endcode */
+template <class T, class Enable = void>
+struct ElementType {
+  static constexpr DType value = detail::arithmetic_dtype<T>();
+};
+
+namespace detail {
+
+template <class T>
+constexpr DType dtype_of() {
+  return ElementType<std::remove_cv_t<T>>::value;
 }
 
 template <class T>

@@ -206,6 +206,8 @@ class TRITON_EMBED_API JitFunction {
 
   /*! \brief The kernel's internal state (for layers built on this library). */
   detail::KernelState* state() const noexcept { return state_; }
+  /*! \brief The interned options of this handle (for layers built on this library). */
+  const detail::InternedOptions* interned_options() const noexcept { return options_; }
 
  private:
   JitFunction(detail::KernelState* state, const detail::InternedOptions* options)

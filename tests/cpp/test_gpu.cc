@@ -1,5 +1,8 @@
 // Launching on the GPU. Every test skips without a usable GPU.
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime_api.h>
 
 #include <atomic>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include <triton_embed/allocator.h>
+#include <triton_embed/cuda_types.h>
 #include <triton_embed/detail/testing.h>
 
 #include "alloc_counter.h"
@@ -45,6 +49,17 @@ uint16_t to_half(float f) {
   uint16_t h = 0;
   te::detail::testing::half_bits(f, &h);
   return h;
+}
+
+TEST(CudaTypes, PointersToCudaTypesHaveTheirDtype) {  // runs without a GPU too
+  te::detail::ArgValue v[4];
+  te::detail::fill_args(v, reinterpret_cast<__half*>(0x100), reinterpret_cast<const __nv_bfloat16*>(0x200),
+                        reinterpret_cast<__nv_fp8_e4m3*>(0x300), reinterpret_cast<__nv_fp8_e5m2*>(0x400));
+  EXPECT_EQ(v[0].dtype, te::DType::fp16);
+  EXPECT_EQ(v[1].dtype, te::DType::bf16);
+  EXPECT_EQ(v[2].dtype, te::DType::fp8e4nv);
+  EXPECT_EQ(v[3].dtype, te::DType::fp8e5);
+  EXPECT_EQ(v[3].u, 0x400u);
 }
 
 class Gpu : public ::testing::Test {

@@ -33,8 +33,7 @@ template <class... Args>
 int dry_run(const JitFunction& fn, uint64_t* slots_out, const Args&... args) {
   ArgValue vals[kArgSlots<Args...> + 1];
   fill_args(vals, args...);
-  return host_path_dry_run(fn.state(), intern_options(fn.options()), vals, sizeof...(Args),
-                           slots_out);
+  return host_path_dry_run(fn.state(), fn.interned_options(), vals, sizeof...(Args), slots_out);
 }
 
 /*! Number of Triton compiles this process has run through triton_embed. */
