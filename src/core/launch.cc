@@ -36,6 +36,7 @@ inline const ArgValue* with_defaults(const KernelState& k, const ArgValue* args,
   const size_t np = k.params.size();
   if (TE_LIKELY(nargs == np)) return args;
   if (nargs > np || nargs < k.min_args) throw_arg_count(k, nargs);
+  // np <= kMaxArgs: kernels with more parameters are refused when they are loaded.
   std::memcpy(static_cast<void*>(buf), args, nargs * sizeof(ArgValue));
   for (size_t i = nargs; i < np; ++i) buf[i] = k.defaults[i];
   return buf;
@@ -91,10 +92,19 @@ class Scratch {
   }
 
  private:
-  std::shared_ptr<ScratchAllocator> alloc_;
+  ScratchAllocator* alloc_ = nullptr;
   uint64_t ptr_ = 0, bytes_ = 0;
   Stream stream_ = nullptr;
 };
+
+// grid programs * num_ctas * per-program size, or a ValueError when it overflows.
+uint64_t scratch_bytes(const KernelState& k, uint64_t programs, uint64_t size) {
+  uint64_t bytes = 0;
+  TE_CHECK(!__builtin_mul_overflow(programs, size, &bytes), ValueError)
+      << "launching " << full_name(k) << ": " << programs << " programs need more than 2^64 "
+      << "bytes of scratch memory";
+  return bytes;
+}
 
 // Packs the runtime leaves into slots; params[i] points at slots[i]. Returns the count.
 inline uint32_t pack_args(const KernelState& k, const LeafList& leaves, uint64_t* slots,
@@ -147,16 +157,17 @@ void launch(KernelState* kernel, const InternedOptions* options, const GridSpec&
   void* params[kMaxLeaves + 2];
   uint32_t np = pack_args(k, b.leaves, slots, params);
   Scratch global_scratch, profile_scratch;
+  // At most 2^31 * 65535 * 65535 programs: the product fits 64 bits; the byte count may not.
   const uint64_t programs = static_cast<uint64_t>(g.x) * g.y * g.z * e->num_ctas;
   slots[np] = e->global_scratch_size == 0
                   ? 0
-                  : global_scratch.allocate(false, programs * e->global_scratch_size,
+                  : global_scratch.allocate(false, scratch_bytes(k, programs, e->global_scratch_size),
                                             e->global_scratch_align, stream);
   params[np] = &slots[np];
   ++np;
   slots[np] = e->profile_scratch_size == 0
                   ? 0
-                  : profile_scratch.allocate(true, programs * e->profile_scratch_size,
+                  : profile_scratch.allocate(true, scratch_bytes(k, programs, e->profile_scratch_size),
                                              e->profile_scratch_align, stream);
   params[np] = &slots[np];
   ++np;

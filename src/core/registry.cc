@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "core/arg_format.h"
 #include "core/errors.h"
@@ -53,14 +54,18 @@ void for_each_kernel(const std::function<void(KernelState&)>& f) {
 }
 
 void release_python_objects() {
-  for_each_kernel([](KernelState& k) {
-    Py_XDECREF(static_cast<PyObject*>(k.py_jit_function));
-    Py_XDECREF(static_cast<PyObject*>(k.py_object));
+  // Take the references out under the registry lock, drop them after releasing it: a decref
+  // can run Python code that lets another thread (holding the GIL) wait on this lock.
+  std::vector<void*> refs;
+  for_each_kernel([&](KernelState& k) {
+    refs.push_back(k.py_jit_function);
+    refs.push_back(k.py_object);
     k.py_jit_function = nullptr;
     k.py_object = nullptr;
-    for (void* o : k.py_default_objects) Py_XDECREF(static_cast<PyObject*>(o));
+    for (void* o : k.py_default_objects) refs.push_back(o);
     k.py_default_objects.clear();
   });
+  for (void* o : refs) Py_XDECREF(static_cast<PyObject*>(o));
 }
 
 const std::vector<ParamInfo>& kernel_params(const KernelState* kernel) noexcept {

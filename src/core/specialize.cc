@@ -278,7 +278,7 @@ class KeyWriter {
   void put(uint64_t w) {
     TE_CHECK(key_.n < kMaxKeyWords, ValueError)
         << call_signature(k_) << ": the arguments are too large for the cache key (too many "
-        << "values or constexpr tuples)";
+        << "values, or long constexpr strings or tuples)";
     key_.w[key_.n++] = w;
   }
   void value(const ArgValue& v) {
@@ -298,13 +298,13 @@ class KeyWriter {
         put(v.u);
         return;
       case ArgKind::kStr: {
-        uint64_t h = 0xCBF29CE484222325ull;  // FNV-1a
-        for (uint32_t i = 0; i < v.count; ++i) {
-          h ^= static_cast<unsigned char>(v.s[i]);
-          h *= 0x100000001B3ull;
-        }
+        // The bytes themselves, 8 to a word: two strings share a key only when equal.
         put(tag | static_cast<uint64_t>(v.count) << 32);
-        put(h);
+        for (uint32_t i = 0; i < v.count; i += 8) {
+          uint64_t w = 0;
+          std::memcpy(&w, v.s + i, v.count - i < 8 ? v.count - i : 8);
+          put(w);
+        }
         return;
       }
       case ArgKind::kConstexpr:

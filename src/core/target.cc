@@ -24,9 +24,11 @@ bool parse_int(std::string_view s, int* out) {
 }
 
 std::atomic<uint32_t> g_target{0};
+std::atomic<bool> g_env_read{false};
 std::once_flag g_env_once;
 
 void read_env_target() {
+  if (g_env_read.load(std::memory_order_acquire)) return;  // the launch path's case
   std::call_once(g_env_once, [] {
     const char* env = std::getenv("TRITON_EMBED_TARGET");
     if (env != nullptr && *env != '\0') {
@@ -39,6 +41,7 @@ void read_env_target() {
       uint32_t expected = 0;
       g_target.compare_exchange_strong(expected, detail::target_code(t.arch, t.warp_size));
     }
+    g_env_read.store(true, std::memory_order_release);
   });
 }
 

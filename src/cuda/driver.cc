@@ -53,7 +53,8 @@ Api load() {
             resolve(lib, "cuFuncSetCacheConfig", a.cuFuncSetCacheConfig, e) &&
             resolve(lib, "cuLaunchKernelEx", a.cuLaunchKernelEx, e) &&
             resolve(lib, "cuMemAllocAsync", a.cuMemAllocAsync, e) &&
-            resolve(lib, "cuMemFreeAsync", a.cuMemFreeAsync, e);
+            resolve(lib, "cuMemFreeAsync", a.cuMemFreeAsync, e) &&
+            resolve(lib, "cuMemsetD8Async", a.cuMemsetD8Async, e);
   if (!ok) return a;
   a.cuFuncGetParamInfo = reinterpret_cast<decltype(a.cuFuncGetParamInfo)>(
       dlsym(lib, "cuFuncGetParamInfo"));  // CUDA 12.4+; used for a sanity check only
@@ -137,6 +138,15 @@ const ContextInfo& add_context(const Api& a, CUcontext ctx) {
   check(a.cuDeviceGetAttribute(&info.max_shared_optin,
                                CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, info.device),
         "cuDeviceGetAttribute", "reading the device's shared memory size");
+  info.max_shared_oversized = info.max_shared_optin;
+  if (info.arch == 107) {
+    constexpr int kMaxOversizedSharedMemoryPerBlock = 150;  // as Triton 3.8 defines it
+    int v = 0;
+    if (a.cuDeviceGetAttribute(&v, static_cast<CUdevice_attribute>(kMaxOversizedSharedMemoryPerBlock),
+                               info.device) == CUDA_SUCCESS && v > 0) {
+      info.max_shared_oversized = v;
+    }
+  }
   g_contexts[n] = info;
   g_ncontexts.store(n + 1, std::memory_order_release);
   return g_contexts[n];

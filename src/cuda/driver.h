@@ -34,6 +34,7 @@ struct Api {
   CUresult (*cuLaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
   CUresult (*cuMemAllocAsync)(CUdeviceptr*, size_t, CUstream) = nullptr;
   CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream) = nullptr;
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream) = nullptr;
 };
 
 // Loads libcuda.so.1 and calls cuInit once. Never throws; check ok.
@@ -75,6 +76,9 @@ struct ContextInfo {
   CUdevice device = 0;
   int arch = 0;              // compute capability major * 10 + minor
   int max_shared_optin = 0;  // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+  // Devices with oversized shared memory (sm_107) report a larger limit, which Triton 3.8
+  // uses (CU_DEVICE_ATTRIBUTE_MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK); else max_shared_optin.
+  int max_shared_oversized = 0;
 };
 
 // The calling thread's current context. When none is current, retains device 0's primary

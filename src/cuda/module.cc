@@ -21,9 +21,11 @@ void* load_function(const KernelState& k, Entry& e, const cuda::ContextInfo& ctx
   const std::string what = "loading " + full_name(k) + " (hash " + ck.hash() + ")";
   const cuda::Api& a = cuda::require_api();
 
-  TE_CHECK(static_cast<int>(e.shared) <= ctx.max_shared_optin, OutOfResourcesError)
+  // Triton 3.8 allows oversized shared memory where the device has it; 3.6 the opt-in limit.
+  const int max_shared = e.oversized_shared_mode ? ctx.max_shared_oversized : ctx.max_shared_optin;
+  TE_CHECK(static_cast<int>(e.shared) <= max_shared, OutOfResourcesError)
       << full_name(k) << " as " << ck.signature() << " needs " << e.shared
-      << " bytes of shared memory; the device allows " << ctx.max_shared_optin
+      << " bytes of shared memory; the device allows " << max_shared
       << ". Lower num_stages or the block sizes.";
   const uint32_t n = e.nloaded.load(std::memory_order_relaxed);
   TE_CHECK(n < kMaxContexts, Error) << full_name(k) << ": loaded in more than " << kMaxContexts

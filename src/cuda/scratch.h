@@ -10,7 +10,8 @@
 
 namespace triton_embed::detail::cuda {
 
-// The allocator in effect (global or profile scratch); never null.
-std::shared_ptr<ScratchAllocator> scratch_allocator(bool profile);
+// The allocator in effect (global or profile scratch); never null. Lock-free: installed
+// allocators are kept alive for the life of the process.
+ScratchAllocator* scratch_allocator(bool profile) noexcept;
 
 }  // namespace triton_embed::detail::cuda

@@ -172,20 +172,27 @@ Entry* compile_entry(KernelState& k, const InternedOptions& opts, const Key& key
   }
 
   std::lock_guard<std::mutex> lock(k.cache.mu);
+  Entry* raw = nullptr;
+  if (!error) {
+    try {
+      k.cache.entries.reserve(k.cache.entries.size() + 1);
+      raw = entry.get();
+      k.cache.table.insert(raw);  // may grow the table; nothing is published if it throws
+      k.cache.entries.push_back(std::move(entry));  // cannot throw after the reserve
+    } catch (...) {
+      raw = nullptr;
+      error = std::current_exception();
+    }
+  }
+  // Every waiter wakes with the entry or the error; a failure is not cached, so the next
+  // call compiles again.
   auto& pending = k.cache.pending;
   pending.erase(std::remove(pending.begin(), pending.end(), mine), pending.end());
-  mine->done = true;
-  if (error) {
-    // Not cached: the next call compiles again.
-    mine->error = error;
-    mine->cv.notify_all();
-    std::rethrow_exception(error);
-  }
-  Entry* raw = entry.get();
-  k.cache.entries.push_back(std::move(entry));
-  k.cache.table.insert(raw);
   mine->entry = raw;
+  mine->error = error;
+  mine->done = true;
   mine->cv.notify_all();
+  if (error) std::rethrow_exception(error);
   return raw;
 }
 

@@ -3,6 +3,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/arg_format.h"
 #include "core/errors.h"
@@ -31,21 +32,25 @@ void parse_annotation(const std::string& ann_type, ParamSpec& spec) {
   spec.ann = dtype_is_scalar_arg(spec.ann_dtype) ? AnnKind::kScalar : AnnKind::kUnsupported;
 }
 
-// A default value as an ArgValue; values without a plain C++ form stay Python objects.
+// A default value as an ArgValue. Plain values (None, bool, int, float, str, tl.dtype,
+// tl.constexpr and tuples of them) get their C++ form, so a runtime parameter's default is
+// specialised and packed like a passed value; anything else stays the Python object (a
+// tl.constexpr parameter accepts it as it is).
 ArgValue convert_default(KernelState& k, pyb::handle obj) {
   ArgValue v{};
+  PyObject* o = obj.ptr();
   if (obj.is_none()) {
     v.kind = ArgKind::kNone;
     return v;
   }
-  if (PyBool_Check(obj.ptr())) {
+  if (PyBool_Check(o)) {
     v.kind = ArgKind::kBool;
-    v.i = obj.ptr() == Py_True ? 1 : 0;
+    v.i = o == Py_True ? 1 : 0;
     return v;
   }
-  if (PyLong_CheckExact(obj.ptr())) {
+  if (PyLong_CheckExact(o)) {
     int overflow = 0;
-    long long x = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+    long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
     if (overflow == 0 && !PyErr_Occurred()) {
       v.kind = ArgKind::kInt;
       v.i = x;
@@ -53,7 +58,7 @@ ArgValue convert_default(KernelState& k, pyb::handle obj) {
     }
     PyErr_Clear();
     if (overflow > 0) {
-      unsigned long long u = PyLong_AsUnsignedLongLong(obj.ptr());
+      unsigned long long u = PyLong_AsUnsignedLongLong(o);
       if (!PyErr_Occurred()) {
         v.kind = ArgKind::kInt;
         v.big = 1;
@@ -62,23 +67,58 @@ ArgValue convert_default(KernelState& k, pyb::handle obj) {
       }
       PyErr_Clear();
     }
-  }
-  if (PyFloat_CheckExact(obj.ptr())) {
+  } else if (PyFloat_CheckExact(o)) {
     v.kind = ArgKind::kFloat;
-    v.f = PyFloat_AsDouble(obj.ptr());
+    v.f = PyFloat_AsDouble(o);
     return v;
+  } else if (PyUnicode_CheckExact(o)) {
+    k.default_strings.push_back(obj.cast<std::string>());
+    const std::string& str = k.default_strings.back();
+    v.kind = ArgKind::kStr;
+    v.s = str.data();
+    v.count = static_cast<uint32_t>(str.size());
+    return v;
+  } else if (PyTuple_CheckExact(o)) {
+    const auto n = static_cast<size_t>(PyTuple_GET_SIZE(o));
+    std::vector<ArgValue> elems(n);
+    for (size_t i = 0; i < n; ++i) elems[i] = convert_default(k, PyTuple_GET_ITEM(o, i));
+    k.default_nested.push_back(std::move(elems));
+    v.kind = ArgKind::kTuple;
+    v.count = static_cast<uint32_t>(n);
+    v.elems = k.default_nested.back().data();
+    return v;
+  } else {
+    pyb::module_ tl = pyb::module_::import("triton.language");
+    if (pyb::isinstance(obj, tl.attr("constexpr"))) {
+      k.default_nested.push_back({convert_default(k, obj.attr("value"))});
+      v.kind = ArgKind::kConstexpr;
+      v.elems = k.default_nested.back().data();
+      return v;
+    }
+    if (pyb::isinstance(obj, tl.attr("dtype"))) {
+      const DType t = dtype_from_name(pyb::str(obj).cast<std::string>());
+      const pyb::object canonical =
+          t == DType::invalid ? pyb::object(pyb::none())
+                              : pyb::object(tl.attr(std::string(dtype_tl_name(t)).c_str()));
+      if (t != DType::invalid && canonical.ptr() == obj.ptr()) {
+        v.kind = ArgKind::kDType;
+        v.dtype = t;
+        return v;
+      }
+    }
   }
-  // Anything else (tl.constexpr, dtypes, strings, tuples, ...) is handed back to Triton as
-  // the very object the function was defined with.
-  Py_INCREF(obj.ptr());
-  k.py_default_objects.push_back(obj.ptr());
+  Py_INCREF(o);
+  k.py_default_objects.push_back(o);
   v.kind = ArgKind::kPyObject;
-  v.ptr = obj.ptr();
+  v.ptr = o;
   return v;
 }
 
 std::unique_ptr<KernelState> make_state(const std::string& module, const std::string& fn_name,
                                         pyb::handle fn, pyb::list params) {
+  TE_CHECK(params.size() <= kMaxArgs, NotSupportedError)
+      << module << "." << fn_name << " has " << params.size()
+      << " parameters; triton_embed launches kernels with at most " << kMaxArgs;
   auto k = std::make_unique<KernelState>();
   k->module = module;
   k->name = fn_name;

@@ -167,6 +167,32 @@ TEST_F(Compile, HashMatchesPythonAnnotatedAndScalars) {
                         "(P(0x10000, 'float32'), P(0x20000, 'float32'), 4096, 2.0, False, 128)"));
 }
 
+TEST_F(Compile, HashMatchesPythonWithTupleConstexprStringAndDtypeDefaults) {
+  te::JitFunction d("te_compile_kernels", "defaults_kernel");
+  const auto& k = d.compile(at<float>(0x10000), te::Pointer(uint64_t{0x20000}, te::DType::fp16));
+  EXPECT_EQ(k.hash(), python_hash("te_compile_kernels", "defaults_kernel",
+                                  "(P(0x10000, 'float32'), P(0x20000, 'float16'))"));
+  EXPECT_EQ(k.signature(),
+            "defaults_kernel(x_ptr: *fp32 D, out_ptr: *fp16 D, sizes: (i32 D, constexpr = 1), "
+            "scale: constexpr = constexpr[2], MODE: constexpr = 'double', OUT: constexpr = "
+            "triton.language.float16, BLOCK: constexpr = 64)");
+  // Passing the defaults explicitly is the same call.
+  EXPECT_EQ(&k, &d.compile(at<float>(0x10000), te::Pointer(uint64_t{0x20000}, te::DType::fp16),
+                           std::make_tuple(64, 1), te::Constexpr(2), "double", te::DType::fp16, 64));
+}
+
+TEST_F(Compile, ConstexprStringsAreKeyedByTheirBytes) {
+  te::JitFunction dt("te_compile_kernels", "dtype_kernel");
+  const size_t before = te::detail::testing::cache_size(dt);
+  const auto& a = dt.compile(at<float>(0x10000), at<float>(0x20000), 100, te::DType::fp32, "mode-aaaa-1", 128);
+  const auto& b = dt.compile(at<float>(0x10000), at<float>(0x20000), 100, te::DType::fp32, "mode-aaaa-2", 128);
+  EXPECT_NE(&a, &b);
+  EXPECT_NE(a.hash(), b.hash());
+  EXPECT_EQ(te::detail::testing::cache_size(dt), before + 2);
+  EXPECT_EQ(&a, &dt.compile(at<float>(0x10000), at<float>(0x20000), 100, te::DType::fp32,
+                            std::string("mode-aaaa-1"), 128));
+}
+
 TEST_F(Compile, CacheHitsDoNotCompile) {
   te::JitFunction add("pykernels.vector", "add_kernel");
   auto add2 = add.with_options(te::Options().num_warps(2));

@@ -92,6 +92,17 @@ TEST_F(Errors, ImportFailureCarriesTheTraceback) {
   }
 }
 
+TEST_F(Errors, TooManyParameters) {
+  try {
+    te::JitFunction("te_compile_kernels", "too_many_params");
+    FAIL() << "expected NotSupportedError";
+  } catch (const te::NotSupportedError& e) {
+    EXPECT_STREQ(e.what(),
+                 "te_compile_kernels.too_many_params has 97 parameters; triton_embed launches "
+                 "kernels with at most 96");
+  }
+}
+
 TEST_F(Errors, WrongArgumentCount) {
   te::JitFunction add("pykernels.vector", "add_kernel");
   try {

@@ -308,6 +308,9 @@ TEST_F(Gpu, GlobalScratchThroughTheAllocator) {
   EXPECT_EQ(counting->last_bytes, (M / 32) * (N / 32) * k.global_scratch_size());
   out = dst.download();
   for (int i = 0; i < M * N; ++i) ASSERT_EQ(out[i], 2 * h[i]) << i;
+  // A grid whose scratch size overflows 64 bits is refused before anything is allocated.
+  EXPECT_THROW(copy.launch(te::Grid(0x7FFFFFFF, 65535, 65535), nullptr, src.ptr, dst.ptr, M, N, 32, 32),
+               te::ValueError);
 }
 
 TEST_F(Gpu, ClustersPdlAndCooperativeLaunches) {
