@@ -175,10 +175,14 @@ Entry* compile_entry(KernelState& k, const InternedOptions& opts, const Key& key
   Entry* raw = nullptr;
   if (!error) {
     try {
-      k.cache.entries.reserve(k.cache.entries.size() + 1);
       raw = entry.get();
-      k.cache.table.insert(raw);  // may grow the table; nothing is published if it throws
-      k.cache.entries.push_back(std::move(entry));  // cannot throw after the reserve
+      k.cache.entries.push_back(std::move(entry));  // owned before it is published
+      try {
+        k.cache.table.insert(raw);  // may grow the table; nothing is published if it throws
+      } catch (...) {
+        k.cache.entries.pop_back();
+        throw;
+      }
     } catch (...) {
       raw = nullptr;
       error = std::current_exception();

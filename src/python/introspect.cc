@@ -96,11 +96,10 @@ ArgValue convert_default(KernelState& k, pyb::handle obj) {
       return v;
     }
     if (pyb::isinstance(obj, tl.attr("dtype"))) {
+      // Only Triton's own dtype objects: to_python() hands back tl.<name> for a kDType.
       const DType t = dtype_from_name(pyb::str(obj).cast<std::string>());
-      const pyb::object canonical =
-          t == DType::invalid ? pyb::object(pyb::none())
-                              : pyb::object(tl.attr(std::string(dtype_tl_name(t)).c_str()));
-      if (t != DType::invalid && canonical.ptr() == obj.ptr()) {
+      if (t != DType::invalid &&
+          pyb::object(tl.attr(std::string(dtype_tl_name(t)).c_str())).is(obj)) {
         v.kind = ArgKind::kDType;
         v.dtype = t;
         return v;
