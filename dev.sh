@@ -2,18 +2,21 @@
 # Sets everything up, builds, and runs the demo or the tests.
 #
 #   ./dev.sh demo    build and run examples/vector_add (GPU: checks the result;
-#                    no GPU: compiles for an explicit target and says so)
+#                    no GPU: compiles for an explicit target and says so) and
+#                    examples/op_demo (torch ops from C++: on the GPU, or through
+#                    Triton's interpreter without one)
 #   ./dev.sh test    build and run every test (gtest, pytest, packaging, compile-fail)
 #   ./dev.sh build   only set up and build
 #
-# Python: $PYTHON if set; else python3 when it already has triton (>= 3.6), pybind11 and
-# pytest (nothing is installed then); else a virtual environment in .venv with
-# triton==3.8.0. googletest comes from the system (apt's libgtest-dev, installed when
+# Python: $PYTHON if set; else python3 when it already has torch (a CUDA build), triton
+# (>= 3.6), pybind11 and pytest (nothing is installed then); else a virtual environment in
+# .venv with torch==2.14.1 (which brings triton 3.8.0). googletest comes from the system (apt's libgtest-dev, installed when
 # missing and apt is usable). Build directory: $BUILD_DIR (default: build).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BUILD="${BUILD_DIR:-$ROOT/build}"
+TORCH_PIN="${TORCH_PIN:-torch==2.14.1}"
 TRITON_PIN="${TRITON_PIN:-triton==3.8.0}"
 CMD="${1:-}"
 
@@ -22,7 +25,8 @@ die() { log "error: $*"; exit 1; }
 
 has_deps() {
   "$1" - <<'PY' 2>/dev/null
-import triton, pybind11, pytest
+import triton, pybind11, pytest, torch
+assert torch.version.cuda, "torch must be a CUDA build"
 major, minor = (int("".join(c for c in p if c.isdigit()) or 0) for p in triton.__version__.split(".")[:2])
 assert (major, minor) >= (3, 6), triton.__version__
 PY
@@ -30,20 +34,21 @@ PY
 
 setup_python() {
   if [[ -n "${PYTHON:-}" ]]; then
-    has_deps "$PYTHON" || die "PYTHON=$PYTHON lacks triton>=3.6, pybind11 or pytest"
+    has_deps "$PYTHON" || die "PYTHON=$PYTHON lacks torch (CUDA build), triton>=3.6, pybind11 or pytest"
     return
   fi
   if command -v python3 >/dev/null && has_deps "$(command -v python3)"; then
     PYTHON="$(command -v python3)"
-    log "using $PYTHON (triton, pybind11 and pytest already importable: installing nothing)"
+    log "using $PYTHON (torch, triton, pybind11 and pytest already importable: installing nothing)"
     return
   fi
   local venv="$ROOT/.venv"
   if [[ ! -x "$venv/bin/python" ]] || ! has_deps "$venv/bin/python"; then
-    log "creating $venv with $TRITON_PIN"
+    log "creating $venv with $TORCH_PIN and $TRITON_PIN"
     python3 -m venv "$venv"
     "$venv/bin/python" -m pip install -q --upgrade pip
-    "$venv/bin/python" -m pip install -q "$TRITON_PIN" pybind11 pytest numpy
+    "$venv/bin/python" -m pip install -q "$TORCH_PIN" "$TRITON_PIN" pybind11 pytest numpy \
+      scikit-build-core
   fi
   PYTHON="$venv/bin/python"
 }
@@ -92,6 +97,7 @@ case "$CMD" in
     build
     log "running the demo"
     "$BUILD/examples/vector_add"
+    "$BUILD/examples/op_demo"
     ;;
   test)
     build

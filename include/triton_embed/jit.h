@@ -113,6 +113,12 @@ TRITON_EMBED_API void launch(KernelState* kernel, const InternedOptions* options
 TRITON_EMBED_API const CompiledKernel& compile(KernelState* kernel,
                                                const InternedOptions* options,
                                                const ArgValue* args, size_t nargs);
+/*! Runs the kernel through Triton's interpreter (on the host) with the GIL held for the call.
+ *  Arguments of kind kPyObject are passed to Python as they are (the torch layer passes CPU
+ *  tensors so); every other value as a launch would. Meta-parameters and grid callables work
+ *  as for launch(); options do not apply. */
+TRITON_EMBED_API void interpret(KernelState* kernel, const GridSpec& grid, const ArgValue* args,
+                                size_t nargs);
 TRITON_EMBED_API const std::vector<ParamInfo>& kernel_params(const KernelState* kernel) noexcept;
 TRITON_EMBED_API const std::string& kernel_module(const KernelState* kernel) noexcept;
 TRITON_EMBED_API const std::string& kernel_name(const KernelState* kernel) noexcept;

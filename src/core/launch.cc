@@ -121,6 +121,13 @@ inline uint32_t pack_args(const KernelState& k, const LeafList& leaves, uint64_t
   return np;
 }
 
+[[noreturn]] void throw_host_memory(const KernelState& k, uint32_t param) {
+  TE_THROW(ValueError) << arg_where(k, param)
+                       << ": got a CPU tensor; a GPU launch needs device memory. Move it to the "
+                          "GPU, or launch with triton_embed::launch (<triton_embed/torch.h>), "
+                          "which runs CPU tensors through Triton's interpreter";
+}
+
 constexpr int kLaunchAttrSharedMemoryMode = 18;  // Triton 3.8 defines it where cuda.h lacks it
 constexpr int kSharedMemoryModeAllowOversized = 3;
 
@@ -141,6 +148,12 @@ void launch(KernelState* kernel, const InternedOptions* options, const GridSpec&
   const uint32_t forced = explicit_target_code();
   Bound b;
   bind(k, options, args, nargs, forced != 0 ? forced : target_code(ctx.arch, 32), b);
+  for (uint32_t i = 0; i < b.leaves.n; ++i) {
+    const Leaf& l = b.leaves.leaves[i];
+    if (TE_UNLIKELY(l.kind == LeafKind::kPointer && (l.value->flags & kArgHostMemory) != 0)) {
+      throw_host_memory(k, l.param);
+    }
+  }
   Entry* e = find_or_compile(k, options, b);
   void* fn = e->function_for(ctx.ctx);
   if (TE_UNLIKELY(fn == nullptr)) fn = load_function(k, *e, ctx);

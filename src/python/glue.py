@@ -211,3 +211,42 @@ def compile(fn, bound_args, specialization, options, arch, warp_size):
         "runtime_params": flat_params,
         "signature": describe(fn, specialization),
     }
+
+
+# ---- Triton's interpreter (CPU tensors) -------------------------------------------------
+
+_interpreted = {}  # id(JITFunction) -> (JITFunction, InterpretedFunction)
+
+
+def _as_interpreted(jit_fn):
+    # Keyed by id: hashing a JITFunction computes its cache key, which must not run while
+    # the interpreter has patched triton.language.
+    entry = _interpreted.get(id(jit_fn))
+    if entry is None:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        entry = _interpreted[id(jit_fn)] = (jit_fn, InterpretedFunction(jit_fn.fn))
+    return entry[1]
+
+
+def _interpreted_call(self, *args, **kwargs):
+    """JITFunction.__call__ while a kernel is interpreted: a @triton.jit helper (ours, or
+    Triton's standard library such as tl.max) runs interpreted too."""
+    return _as_interpreted(self)(*args, **kwargs)
+
+
+def interpret(jit_fn, args, grid):
+    """Runs jit_fn on the host through Triton's interpreter.
+
+    Triton picks JITFunction or InterpretedFunction when @triton.jit runs, so kernels imported
+    for GPU launches are JITFunctions. They are run through an InterpretedFunction of the same
+    Python function; while it runs, calls to other JITFunctions are interpreted as well."""
+    from triton.runtime.jit import JITFunction
+
+    fn = _as_interpreted(jit_fn)
+    saved = JITFunction.__call__
+    JITFunction.__call__ = _interpreted_call
+    try:
+        fn[tuple(grid)](*args)
+    finally:
+        JITFunction.__call__ = saved

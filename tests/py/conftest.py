@@ -4,7 +4,8 @@ import sys
 import pytest
 
 # The extension module built by CMake (tests/CMakeLists.txt passes its directory).
-sys.path.insert(0, os.environ["TE_PYEXT_DIR"])
+if "TE_PYEXT_DIR" in os.environ:
+    sys.path.insert(0, os.environ["TE_PYEXT_DIR"])
 sys.path.insert(0, os.path.join(os.environ["TE_SOURCE_DIR"]))  # for pykernels
 for p in os.environ.get("TRITON_EMBED_PYTHONPATH", "").split(":"):
     if p:

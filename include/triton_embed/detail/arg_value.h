@@ -30,12 +30,17 @@ enum class ArgKind : uint8_t {
   kPyObject,     //!< a Python object (a parameter's default value); \c ptr is the PyObject
 };
 
+/*! \brief ArgValue::flags of a pointer that came from a tensor (set by layers such as the
+ *  torch one): the launch refuses host memory, and errors name tensors as tensors. */
+inline constexpr uint8_t kArgFromTensor = 1;
+inline constexpr uint8_t kArgHostMemory = 2;
+
 /*! \brief One argument in plain data: 16 bytes, trivially copyable. */
 struct ArgValue {
   ArgKind kind;
   DType dtype;
   uint8_t big;     //!< kInt / kScalar: the value is an unsigned 64-bit integer above INT64_MAX
-  uint8_t pad;
+  uint8_t flags;   //!< kPointer: \c kArgHostMemory, \c kArgFromTensor
   uint32_t count;  //!< kTuple: element count; kStr: length in bytes
   union {
     int64_t i;

@@ -1,0 +1,51 @@
+// Running a kernel through Triton's interpreter: the host path for CPU tensors. It is for
+// correctness and debugging, not speed: every call enters Python.
+
+#include <cstring>
+
+#include "core/arg_format.h"
+#include "core/compile.h"
+#include "core/errors.h"
+#include "python/convert.h"
+#include "python/interpreter.h"
+
+namespace triton_embed::detail {
+
+namespace pyb = pybind11;
+
+void interpret(KernelState* kernel, const GridSpec& grid, const ArgValue* args, size_t nargs) {
+  KernelState& k = *kernel;
+  if (k.wrapper_kind != WrapperKind::kNone) throw_wrapped(k);
+  const size_t np = k.params.size();
+  TE_CHECK(nargs <= np && nargs >= k.min_args, ValueError)
+      << call_signature(k) << ": expected " << (k.min_args == np ? "" : "at most ") << np
+      << " arguments, got " << nargs;
+  // The grid callable sees every parameter, defaults included, as in a launch.
+  ArgValue full[kMaxArgs];
+  std::memcpy(static_cast<void*>(full), args, nargs * sizeof(ArgValue));
+  for (size_t i = nargs; i < np; ++i) full[i] = k.defaults[i];
+  const Grid g = grid.fn != nullptr ? grid.fn(grid.ctx, Meta(kernel, full, np)) : grid.fixed;
+  TE_CHECK(g.x >= 0 && g.y >= 0 && g.z >= 0, ValueError)
+      << "interpreting " << full_name(k) << ": grid (" << g.x << ", " << g.y << ", " << g.z
+      << ") has a negative axis";
+  if (g.x == 0 || g.y == 0 || g.z == 0) return;
+
+  py::ensure_runtime();
+  py::InFlight in_flight;
+  TE_CHECK(!py::closed(), PythonError)
+      << call_signature(k) << ": cannot interpret: the Python interpreter has shut down";
+  py::Gil gil;
+  try {
+    pyb::list bound;
+    for (size_t i = 0; i < nargs; ++i) bound.append(py::to_python(args[i]));
+    TE_CHECK(k.py_jit_function != nullptr, PythonError)
+        << call_signature(k) << ": cannot interpret: the Python interpreter has shut down";
+    pyb::handle fn(static_cast<PyObject*>(k.py_jit_function));
+    py::glue().attr("interpret")(fn, bound, pyb::make_tuple(g.x, g.y, g.z));
+  } catch (pyb::error_already_set& e) {
+    TE_THROW(PythonError) << "running " << full_name(k) << " in Triton's interpreter failed:\n"
+                          << py::format_exception(e);
+  }
+}
+
+}  // namespace triton_embed::detail

@@ -1,0 +1,226 @@
+// The torch layer (<triton_embed/torch.h>) and the ops called through the dispatcher
+// (<triton_embed/ops.h>). CPU tests run the kernels through Triton's interpreter; CUDA tests
+// skip without a GPU.
+
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <gtest/gtest.h>
+#include <torch/autograd.h>
+#include <torch/cuda.h>
+
+#include <cstdlib>
+#include <string>
+
+#include <triton_embed/ops.h>
+#include <triton_embed/torch.h>
+
+namespace te = triton_embed;
+
+namespace {
+
+const te::JitFunction& add_kernel() {
+  static const te::JitFunction k("pykernels.vector", "add_kernel");
+  return k;
+}
+
+te::detail::ArgValue fill(const auto& v) {
+  te::detail::ArgValue out{};
+  te::detail::ArgValue* nested = nullptr;
+  te::ArgTraits<std::decay_t<decltype(v)>>::fill(v, out, nested);
+  return out;
+}
+
+template <class E>
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "<no exception>";
+}
+
+bool have_gpu() { return torch::cuda::is_available(); }
+
+}  // namespace
+
+TEST(TorchArgs, DtypeMappingMatchesPythonTriton) {
+  EXPECT_EQ(te::triton_dtype(at::kBool), te::DType::u1);
+  EXPECT_EQ(te::triton_dtype(at::kByte), te::DType::u8);
+  EXPECT_EQ(te::triton_dtype(at::kChar), te::DType::i8);
+  EXPECT_EQ(te::triton_dtype(at::kShort), te::DType::i16);
+  EXPECT_EQ(te::triton_dtype(at::kInt), te::DType::i32);
+  EXPECT_EQ(te::triton_dtype(at::kLong), te::DType::i64);
+  EXPECT_EQ(te::triton_dtype(at::kUInt16), te::DType::u16);
+  EXPECT_EQ(te::triton_dtype(at::kUInt32), te::DType::u32);
+  EXPECT_EQ(te::triton_dtype(at::kUInt64), te::DType::u64);
+  EXPECT_EQ(te::triton_dtype(at::kHalf), te::DType::fp16);
+  EXPECT_EQ(te::triton_dtype(at::kBFloat16), te::DType::bf16);
+  EXPECT_EQ(te::triton_dtype(at::kFloat), te::DType::fp32);
+  EXPECT_EQ(te::triton_dtype(at::kDouble), te::DType::fp64);
+  EXPECT_EQ(te::triton_dtype(at::kFloat8_e4m3fn), te::DType::fp8e4nv);
+  EXPECT_EQ(te::triton_dtype(at::kFloat8_e5m2), te::DType::fp8e5);
+  EXPECT_EQ(te::triton_dtype(at::kFloat8_e4m3fnuz), te::DType::fp8e4b8);
+  EXPECT_EQ(te::triton_dtype(at::kFloat8_e5m2fnuz), te::DType::fp8e5b16);
+  EXPECT_EQ(te::triton_dtype(at::kComplexFloat), te::DType::invalid);
+  EXPECT_EQ(te::triton_dtype(at::kQInt8), te::DType::invalid);
+}
+
+TEST(TorchArgs, TensorsBecomePointers) {
+  at::Tensor t = at::zeros({7}, at::kBFloat16);
+  te::detail::ArgValue v = fill(t);
+  EXPECT_EQ(v.kind, te::detail::ArgKind::kPointer);
+  EXPECT_EQ(v.dtype, te::DType::bf16);
+  EXPECT_EQ(v.u, reinterpret_cast<uintptr_t>(t.data_ptr()));
+  EXPECT_EQ(v.flags, te::detail::kArgFromTensor | te::detail::kArgHostMemory);
+  EXPECT_EQ(fill(at::Tensor()).kind, te::detail::ArgKind::kNone);
+  EXPECT_EQ(fill(std::optional<at::Tensor>()).kind, te::detail::ArgKind::kNone);
+  EXPECT_EQ(fill(std::optional<at::Tensor>(t)).kind, te::detail::ArgKind::kPointer);
+  // a view keeps its own data pointer (alignment is specialised from it)
+  at::Tensor f = at::zeros({8}, at::kFloat);
+  EXPECT_EQ(fill(f.slice(0, 1)).u, reinterpret_cast<uintptr_t>(f.data_ptr()) + 4);
+}
+
+TEST(TorchArgs, ScalarsBecomePythonValues) {
+  EXPECT_EQ(fill(c10::Scalar(true)).kind, te::detail::ArgKind::kBool);
+  te::detail::ArgValue i = fill(c10::Scalar(int64_t{-5}));
+  EXPECT_EQ(i.kind, te::detail::ArgKind::kInt);
+  EXPECT_EQ(i.i, -5);
+  te::detail::ArgValue f = fill(c10::Scalar(2.5));
+  EXPECT_EQ(f.kind, te::detail::ArgKind::kFloat);
+  EXPECT_EQ(f.f, 2.5);
+  te::detail::ArgValue u = fill(c10::Scalar(uint64_t{1} << 63));
+  EXPECT_EQ(u.kind, te::detail::ArgKind::kInt);
+  EXPECT_EQ(u.big, 1);
+  EXPECT_EQ(u.u, uint64_t{1} << 63);
+  EXPECT_EQ(message_of<te::TypeError>([] { fill(c10::Scalar(c10::complex<double>(1, 2))); }),
+            "a c10::Scalar of type ComplexDouble has no Triton type; pass a bool, integer or "
+            "floating-point scalar");
+}
+
+TEST(TorchArgs, TensorsSpecialiseLikePointers) {
+  te::set_target(te::Target{"cuda", 90, 32});
+  at::Tensor x = at::zeros({64}), y = at::zeros({64}), o = at::zeros({64});
+  const te::CompiledKernel& a = add_kernel().compile(x, y, o, int64_t{64}, 16);
+  const te::CompiledKernel& b = add_kernel().compile(
+      te::Pointer(x.data_ptr(), te::DType::fp32), te::Pointer(y.data_ptr(), te::DType::fp32),
+      te::Pointer(o.data_ptr(), te::DType::fp32), int64_t{64}, 16);
+  EXPECT_EQ(&a, &b);
+  const te::CompiledKernel& c = add_kernel().compile(x.slice(0, 1), y, o, int64_t{63}, 16);
+  EXPECT_NE(c.hash(), a.hash());  // an unaligned view loses the 'D' specialisation
+  EXPECT_NE(c.signature().find("x_ptr: *fp32,"), std::string::npos) << c.signature();
+  te::set_target(std::nullopt);
+}
+
+TEST(TorchLaunch, CpuTensorsRunThroughTheInterpreter) {
+  at::Tensor x = at::arange(1000, at::kFloat), y = at::full({1000}, 0.5f), out = at::zeros({1000});
+  te::launch(add_kernel(), {te::cdiv(1000, 256)}, x, y, out, 1000, 256);
+  EXPECT_TRUE(at::equal(out, x + y));
+  at::Tensor out2 = at::zeros({1000});
+  te::launch(add_kernel(),
+             [](const te::Meta& m) { return te::Grid(te::cdiv(m["n_elements"], m["BLOCK"])); },
+             x, y, out2, 1000, 128);
+  EXPECT_TRUE(at::equal(out2, x + y));
+}
+
+TEST(TorchLaunch, Errors) {
+  at::Tensor x = at::zeros({4}), c = at::zeros({4}, at::kComplexFloat);
+  const std::string sig = add_kernel().signature();
+  EXPECT_EQ(message_of<te::TypeError>([&] { te::launch(add_kernel(), {1}, x, c, x, 4, 4); }),
+            sig + ": argument #1 'y_ptr': a tensor of dtype ComplexFloat has no Triton element "
+                  "type; pass bool, an integer, float8, float16, bfloat16, float32 or float64 "
+                  "tensor");
+  at::Tensor m = at::zeros({4}, at::TensorOptions().device(at::kMeta));
+  EXPECT_EQ(message_of<te::ValueError>([&] { te::launch(add_kernel(), {1}, x, m, x, 4, 4); }),
+            sig + ": argument #1 'y_ptr': a tensor on meta cannot be launched on; pass CUDA "
+                  "tensors (GPU launch) or CPU tensors (Triton's interpreter)");
+  if (have_gpu()) {
+    // JitFunction::launch (no torch dispatch) refuses host memory.
+    EXPECT_EQ(message_of<te::ValueError>([&] {
+                add_kernel().launch({1}, nullptr, x, x, x, 4, 4);
+              }),
+              sig + ": argument #0 'x_ptr': got a CPU tensor; a GPU launch needs device memory. "
+                    "Move it to the GPU, or launch with triton_embed::launch "
+                    "(<triton_embed/torch.h>), which runs CPU tensors through Triton's "
+                    "interpreter");
+    at::Tensor g = at::zeros({4}, at::kCUDA);
+    EXPECT_EQ(message_of<te::ValueError>([&] { te::launch(add_kernel(), {1}, g, x, g, 4, 4); }),
+              sig + ": argument #1 'y_ptr': is on cpu, but argument #0 'x_ptr' is on cuda:0; all "
+                    "tensors of a launch must be on one device");
+  }
+}
+
+TEST(TorchLaunch, GpuUsesTorchsCurrentStream) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  const int64_t n = 1 << 20;
+  at::Tensor x = at::rand({n}, at::kCUDA), y = at::rand({n}, at::kCUDA);
+  at::Tensor out = at::empty({n}, at::kCUDA);
+  c10::cuda::CUDAStream s = c10::cuda::getStreamFromPool();
+  {
+    c10::cuda::CUDAStreamGuard guard(s);
+    te::launch(add_kernel(), {te::cdiv(n, 1024)}, x, y, out, n, 1024);
+    // Queued behind the launch on the same stream, so it sees the result.
+    s.synchronize();
+  }
+  EXPECT_TRUE(at::equal(out, x + y));
+}
+
+// ---- the ops, through the dispatcher ------------------------------------------------------
+
+class Ops : public ::testing::TestWithParam<at::Device> {
+ protected:
+  void SetUp() override {
+    if (GetParam().is_cuda() && !have_gpu()) GTEST_SKIP() << "no GPU";
+  }
+  at::TensorOptions opts(at::ScalarType t = at::kFloat) const {
+    return at::TensorOptions().dtype(t).device(GetParam());
+  }
+};
+
+TEST_P(Ops, MatchAten) {
+  at::manual_seed(0);
+  at::Tensor a = at::randn({33, 65}, opts()), b = at::randn({65}, opts());
+  EXPECT_TRUE(at::allclose(te::ops::add(a, b, 2), at::add(a, b, 2)));
+  EXPECT_TRUE(at::allclose(te::ops::mul(a, b), at::mul(a, b)));
+  at::Tensor out = at::empty({0}, opts());
+  te::ops::add_out(out, a, b);
+  EXPECT_TRUE(at::allclose(out, a + b));
+  EXPECT_TRUE(at::allclose(te::ops::softmax(a), at::softmax(a, -1), 1e-5, 1e-6));
+  at::Tensor w = at::randn({65}, opts()), bias = at::randn({65}, opts());
+  EXPECT_TRUE(at::allclose(te::ops::layer_norm(a, {65}, w, bias),
+                           at::layer_norm(a, {65}, w, bias), 1e-4, 1e-5));
+  EXPECT_TRUE(at::allclose(te::ops::rms_norm(a, {65}, w), at::rms_norm(a, {65}, w), 1e-4, 1e-5));
+  at::Tensor i = at::randint(-5, 5, {7, 9}, opts(at::kInt));
+  at::Tensor s = te::ops::sum(i, 0);
+  EXPECT_EQ(s.scalar_type(), at::kLong);
+  EXPECT_TRUE(at::equal(s, i.sum(0)));
+}
+
+TEST_P(Ops, AutogradFromCpp) {
+  at::manual_seed(1);
+  at::Tensor x = at::randn({5, 40}, opts()).requires_grad_();
+  at::Tensor w = at::randn({40}, opts()).requires_grad_();
+  te::ops::sum(te::ops::softmax(te::ops::layer_norm(x, {40}, w)), 0).pow(2).sum().backward();
+  at::Tensor gx = x.grad().clone(), gw = w.grad().clone();
+  x.mutable_grad().reset();
+  w.mutable_grad().reset();
+  at::softmax(at::layer_norm(x, {40}, w), -1).sum(0).pow(2).sum().backward();
+  EXPECT_TRUE(at::allclose(gx, x.grad(), 1e-4, 1e-5));
+  EXPECT_TRUE(at::allclose(gw, w.grad(), 1e-4, 1e-5));
+}
+
+TEST_P(Ops, ErrorsNameTheOpAndArgument) {
+  at::Tensor a = at::zeros({4, 3}, opts());
+  EXPECT_EQ(message_of<c10::ValueError>([&] { te::ops::layer_norm(a, {4}); }).find(
+                "triton_embed::layer_norm: argument 'input' of shape [4, 3] does not end with "
+                "argument 'normalized_shape' [4]"),
+            0u);
+  EXPECT_EQ(message_of<c10::TypeError>([&] { te::ops::softmax(a.to(at::kInt)); }).find(
+                "triton_embed::softmax: argument 'self' must be a float16, bfloat16, float32 or "
+                "float64 tensor, got Int"),
+            0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, Ops, ::testing::Values(at::Device(at::kCPU), at::Device(at::kCUDA)),
+                         [](const auto& info) { return info.param.is_cuda() ? "cuda" : "cpu"; });
