@@ -33,6 +33,7 @@ if(NOT _te_torch_cuda)
   message(FATAL_ERROR "triton_embed: torch ${TRITON_EMBED_TORCH_VERSION} is not a CUDA build; "
                       "the torch layer needs one (set TRITON_EMBED_TORCH=OFF to skip it)")
 endif()
+set(TRITON_EMBED_TORCH_PREFIX "${_te_torch_prefix}")
 list(APPEND CMAKE_PREFIX_PATH "${_te_torch_prefix}")
 # Torch's CMake config looks for the CUDA toolkit; point it at the default install.
 if(NOT DEFINED CUDA_TOOLKIT_ROOT_DIR AND EXISTS "/usr/local/cuda")
