@@ -1,16 +1,10 @@
 // The C++ entry points of the operators: each call goes through the dispatcher, so autograd,
 // device dispatch and torch's tracing see them as they see torch's own operators.
 
-#include <ATen/core/dispatch/Dispatcher.h>
-
+#include "dispatch.h"
 #include "triton_embed/ops.h"
 
 namespace triton_embed::ops {
-
-#define TE_OP_HANDLE(var, name, overload, ...)                                            \
-  static const auto var = c10::Dispatcher::singleton()                                    \
-                              .findSchemaOrThrow("triton_embed::" name, overload)         \
-                              .typed<__VA_ARGS__>()
 
 at::Tensor add(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
   TE_OP_HANDLE(h, "add", "", at::Tensor(const at::Tensor&, const at::Tensor&, const c10::Scalar&));

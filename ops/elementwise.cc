@@ -105,6 +105,12 @@ void check_alpha(at::ScalarType result, const c10::Scalar& alpha) {
   }
 }
 
+void check_out_dtype(Op op, at::ScalarType result, const at::Tensor& out) {
+  TORCH_CHECK(at::canCast(result, out.scalar_type()), "triton_embed::", op_name(op),
+              ": result type ", result, " can't be cast to the desired output type ",
+              out.scalar_type(), " of argument 'out'");
+}
+
 // Writes op(a, b) into `out`, contiguous with the broadcast shape (its dtype may differ from
 // `result`: values are computed in result's compute type and cast).
 void run(Op op, const at::Tensor& a_in, const at::Tensor& b_in, const c10::Scalar& alpha,
@@ -159,9 +165,7 @@ void binary_out(Op op, const at::Tensor& a, const at::Tensor& b, const c10::Scal
   check_same_device(name, "out", out, dev.is_same(a) ? "self" : "other", dev);
   const at::ScalarType result = at::result_type(a, b);
   if (op == Op::kAdd) check_alpha(result, alpha);
-  TORCH_CHECK(at::canCast(result, out.scalar_type()), "triton_embed::", name, ": result type ",
-              result, " can't be cast to the desired output type ", out.scalar_type(),
-              " of argument 'out'");
+  check_out_dtype(op, result, out);
   at::native::resize_output(out, broadcast_shape(op, a.sizes(), b.sizes()));
   const bool direct = out.is_contiguous() && at::has_internal_overlap(out) == at::MemOverlap::No &&
                       at::get_overlap_status(out, a) != at::MemOverlapStatus::Partial &&
@@ -192,9 +196,7 @@ void binary_out_meta(Op op, const at::Tensor& a, const at::Tensor& b,
                             const c10::Scalar& alpha, at::Tensor& out) {
   const at::ScalarType result = at::result_type(a, b);
   if (op == Op::kAdd) check_alpha(result, alpha);
-  TORCH_CHECK(at::canCast(result, out.scalar_type()), "triton_embed::", op_name(op),
-              ": result type ", result, " can't be cast to the desired output type ",
-              out.scalar_type(), " of argument 'out'");
+  check_out_dtype(op, result, out);
   at::native::resize_output_symint(out, at::infer_size_symint(a.sym_sizes(), b.sym_sizes()));
 }
 
@@ -303,20 +305,18 @@ void mul_out_meta(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
   binary_out_meta(Op::kMul, a, b, 1, out);
 }
 
+// The same kernels serve CUDA tensors (GPU launch) and CPU tensors (Triton's interpreter).
+void register_device_kernels(torch::Library& m) {
+  m.impl("add", &add_impl);
+  m.impl("add.out", &add_out_impl);
+  m.impl("mul", &mul_impl);
+  m.impl("mul.out", &mul_out_impl);
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(triton_embed, CUDA, m) {
-  m.impl("add", &add_impl);
-  m.impl("add.out", &add_out_impl);
-  m.impl("mul", &mul_impl);
-  m.impl("mul.out", &mul_out_impl);
-}
-TORCH_LIBRARY_IMPL(triton_embed, CPU, m) {
-  m.impl("add", &add_impl);
-  m.impl("add.out", &add_out_impl);
-  m.impl("mul", &mul_impl);
-  m.impl("mul.out", &mul_out_impl);
-}
+TORCH_LIBRARY_IMPL(triton_embed, CUDA, m) { register_device_kernels(m); }
+TORCH_LIBRARY_IMPL(triton_embed, CPU, m) { register_device_kernels(m); }
 TORCH_LIBRARY_IMPL(triton_embed, Meta, m) {
   m.impl("add", &add_meta);
   m.impl("add.out", &add_out_meta);

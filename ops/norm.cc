@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common.h"
+#include "dispatch.h"
 #include "triton_embed/ops.h"
 
 namespace triton_embed::ops {
@@ -82,35 +83,44 @@ bool requires_grad(const std::optional<at::Tensor>& t) {
 
 // ---- layer_norm ---------------------------------------------------------------------------
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_impl(
-    const at::Tensor& input, c10::SymIntArrayRef shape, const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& bias, double eps) {
-  TE_OPS_KERNEL(kernel, "norm", "layer_norm_fwd_kernel");
-  check_norm_inputs("layer_norm", input, shape, weight, bias);
-  const std::pair<int64_t, int64_t> mn = split_rows<int64_t>("layer_norm", input.sizes(), C10_AS_INTARRAYREF_SLOW(shape));
-  const int64_t m = mn.first, n = mn.second;
+// RMSNorm is LayerNorm without centring: both run these two functions and the same kernels,
+// which skip the centring when given no mean tensor.
+
+// y, mean (undefined when !center) and rstd.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> norm_forward(
+    const char* op, const at::Tensor& input, c10::SymIntArrayRef shape,
+    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps,
+    bool center) {
+  TE_OPS_KERNEL(kernel, "norm", "norm_fwd_kernel");
+  check_norm_inputs(op, input, shape, weight, bias);
+  const auto rows = split_rows<int64_t>(op, input.sizes(), C10_AS_INTARRAYREF_SLOW(shape));
+  const int64_t m = rows.first, n = rows.second;
   const at::Tensor x = input.contiguous();
   at::Tensor y = at::empty_like(x);
   const auto st = input.options().dtype(stats_dtype(input.scalar_type()));
-  at::Tensor mean = at::empty({m}, st), rstd = at::empty({m}, st);
-  if (m == 0 || n == 0) return {y, mean, rstd};
-  triton_embed::launch(kernel, {m}, x, y, contiguous_or_none(weight), contiguous_or_none(bias),
-                       mean, rstd, n, float_arg(eps, input.scalar_type()), block_for(n));
+  at::Tensor mean = center ? at::empty({m}, st) : at::Tensor();
+  at::Tensor rstd = at::empty({m}, st);
+  if (m > 0 && n > 0) {
+    triton_embed::launch(kernel, {m}, x, y, contiguous_or_none(weight), contiguous_or_none(bias),
+                         mean, rstd, n, float_arg(eps, input.scalar_type()), block_for(n));
+  }
   return {y, mean, rstd};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_impl(
-    const at::Tensor& grad_output, const at::Tensor& input, c10::SymIntArrayRef shape,
-    const at::Tensor& mean, const at::Tensor& rstd, const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& bias, std::array<bool, 3> mask) {
-  TE_OPS_KERNEL(dx_kernel, "norm", "layer_norm_bwd_dx_kernel");
-  TE_OPS_KERNEL(dwdb_kernel, "norm", "layer_norm_bwd_dwdb_kernel");
-  check_norm_inputs("layer_norm_backward", input, shape, weight, bias);
-  TORCH_CHECK_VALUE(grad_output.sizes() == input.sizes(),
-                    "triton_embed::layer_norm_backward: argument 'grad_output' has shape ",
-                    grad_output.sizes(), ", but argument 'input' has shape ", input.sizes());
-  const std::pair<int64_t, int64_t> mn = split_rows<int64_t>("layer_norm_backward", input.sizes(), C10_AS_INTARRAYREF_SLOW(shape));
-  const int64_t m = mn.first, n = mn.second;
+// dx, dw, db as `mask` asks (dw / db only with a weight / bias); mean undefined for RMSNorm.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> norm_backward(
+    const char* op, const at::Tensor& grad_output, const at::Tensor& input,
+    c10::SymIntArrayRef shape, const at::Tensor& mean, const at::Tensor& rstd,
+    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    std::array<bool, 3> mask) {
+  TE_OPS_KERNEL(dx_kernel, "norm", "norm_bwd_dx_kernel");
+  TE_OPS_KERNEL(dwdb_kernel, "norm", "norm_bwd_dwdb_kernel");
+  check_norm_inputs(op, input, shape, weight, bias);
+  TORCH_CHECK_VALUE(grad_output.sizes() == input.sizes(), "triton_embed::", op,
+                    ": argument 'grad_output' has shape ", grad_output.sizes(),
+                    ", but argument 'input' has shape ", input.sizes());
+  const auto rows = split_rows<int64_t>(op, input.sizes(), C10_AS_INTARRAYREF_SLOW(shape));
+  const int64_t m = rows.first, n = rows.second;
   const at::Tensor x = input.contiguous(), dy = grad_output.contiguous();
   at::Tensor dx = mask[0] ? at::empty_like(x) : at::Tensor();
   at::Tensor dw = empty_param_grad(weight, mask[1]);
@@ -121,13 +131,26 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_impl(
                          block_for(n));
   }
   if (dw.defined() || db.defined()) {
-    std::optional<at::Tensor> dw_arg, db_arg;
-    if (dw.defined()) dw_arg = dw;
-    if (db.defined()) db_arg = db;
-    triton_embed::launch(dwdb_kernel, {cdiv(n, kReduceCols)}, dy, x, mean, rstd, dw_arg, db_arg,
-                         m, n, kReduceRows, kReduceCols);
+    triton_embed::launch(dwdb_kernel, {cdiv(n, kReduceCols)}, dy, x, mean, rstd, dw, db, m, n,
+                         kReduceRows, kReduceCols);
   }
   return {dx, dw, db};
+}
+
+// ---- layer_norm ---------------------------------------------------------------------------
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_impl(
+    const at::Tensor& input, c10::SymIntArrayRef shape, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias, double eps) {
+  return norm_forward("layer_norm", input, shape, weight, bias, eps, /*center=*/true);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_impl(
+    const at::Tensor& grad_output, const at::Tensor& input, c10::SymIntArrayRef shape,
+    const at::Tensor& mean, const at::Tensor& rstd, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias, std::array<bool, 3> mask) {
+  return norm_backward("layer_norm_backward", grad_output, input, shape, mean, rstd, weight, bias,
+                       mask);
 }
 
 at::Tensor layer_norm_impl(const at::Tensor& input, c10::SymIntArrayRef shape,
@@ -170,9 +193,7 @@ class LayerNormFunction : public torch::autograd::Function<LayerNormFunction> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input,
                             c10::SymIntArrayRef shape, const std::optional<at::Tensor>& weight,
                             const std::optional<at::Tensor>& bias, double eps) {
-    static const auto op = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("triton_embed::layer_norm_forward", "")
-                               .typed<decltype(layer_norm_forward_impl)>();
+    TE_OP_HANDLE(op, "layer_norm_forward", "", decltype(layer_norm_forward_impl));
     at::Tensor y, mean, rstd;
     {
       at::AutoDispatchBelowADInplaceOrView guard;
@@ -188,9 +209,7 @@ class LayerNormFunction : public torch::autograd::Function<LayerNormFunction> {
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    static const auto op = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("triton_embed::layer_norm_backward", "")
-                               .typed<decltype(layer_norm_backward_impl)>();
+    TE_OP_HANDLE(op, "layer_norm_backward", "", decltype(layer_norm_backward_impl));
     const auto s = ctx->get_saved_variables();
     const std::vector<c10::SymInt> shape = ctx->saved_data["shape"].toSymIntVector();
     std::optional<at::Tensor> w, b;
@@ -214,9 +233,7 @@ at::Tensor layer_norm_autograd(const at::Tensor& input, c10::SymIntArrayRef shap
                                const std::optional<at::Tensor>& bias, double eps) {
   if (!any_requires_grad(input, weight, bias)) {
     at::AutoDispatchBelowADInplaceOrView guard;
-    static const auto op = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("triton_embed::layer_norm", "")
-                               .typed<decltype(layer_norm_impl)>();
+    TE_OP_HANDLE(op, "layer_norm", "", decltype(layer_norm_impl));
     return op.call(input, shape, weight, bias, eps);
   }
   return LayerNormFunction::apply(input, shape, weight, bias, eps);
@@ -234,42 +251,16 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_forward_impl(const at::Tensor& input
                                                          c10::SymIntArrayRef shape,
                                                          const std::optional<at::Tensor>& weight,
                                                          std::optional<double> eps) {
-  TE_OPS_KERNEL(kernel, "norm", "rms_norm_fwd_kernel");
-  check_norm_inputs("rms_norm", input, shape, weight, std::nullopt);
-  const std::pair<int64_t, int64_t> mn = split_rows<int64_t>("rms_norm", input.sizes(), C10_AS_INTARRAYREF_SLOW(shape));
-  const int64_t m = mn.first, n = mn.second;
-  const at::Tensor x = input.contiguous();
-  at::Tensor y = at::empty_like(x);
-  at::Tensor rstd = at::empty({m}, input.options().dtype(stats_dtype(input.scalar_type())));
-  if (m == 0 || n == 0) return {y, rstd};
-  triton_embed::launch(kernel, {m}, x, y, contiguous_or_none(weight), rstd, n,
-                       float_arg(rms_eps(input, eps), input.scalar_type()), block_for(n));
+  auto [y, mean, rstd] = norm_forward("rms_norm", input, shape, weight, std::nullopt,
+                                      rms_eps(input, eps), /*center=*/false);
   return {y, rstd};
 }
 
 std::tuple<at::Tensor, at::Tensor> rms_norm_backward_impl(
     const at::Tensor& grad_output, const at::Tensor& input, c10::SymIntArrayRef shape,
     const at::Tensor& rstd, const std::optional<at::Tensor>& weight, std::array<bool, 2> mask) {
-  TE_OPS_KERNEL(dx_kernel, "norm", "rms_norm_bwd_dx_kernel");
-  TE_OPS_KERNEL(dw_kernel, "norm", "rms_norm_bwd_dw_kernel");
-  check_norm_inputs("rms_norm_backward", input, shape, weight, std::nullopt);
-  TORCH_CHECK_VALUE(grad_output.sizes() == input.sizes(),
-                    "triton_embed::rms_norm_backward: argument 'grad_output' has shape ",
-                    grad_output.sizes(), ", but argument 'input' has shape ", input.sizes());
-  const std::pair<int64_t, int64_t> mn = split_rows<int64_t>("rms_norm_backward", input.sizes(), C10_AS_INTARRAYREF_SLOW(shape));
-  const int64_t m = mn.first, n = mn.second;
-  const at::Tensor x = input.contiguous(), dy = grad_output.contiguous();
-  at::Tensor dx = mask[0] ? at::empty_like(x) : at::Tensor();
-  at::Tensor dw = empty_param_grad(weight, mask[1]);
-  if (n == 0) return {dx, dw};
-  if (dx.defined() && m > 0) {
-    triton_embed::launch(dx_kernel, {m}, dy, x, contiguous_or_none(weight), rstd, dx, n,
-                         block_for(n));
-  }
-  if (dw.defined()) {
-    triton_embed::launch(dw_kernel, {cdiv(n, kReduceCols)}, dy, x, rstd, dw, m, n, kReduceRows,
-                         kReduceCols);
-  }
+  auto [dx, dw, db] = norm_backward("rms_norm_backward", grad_output, input, shape, at::Tensor(),
+                                    rstd, weight, std::nullopt, {mask[0], mask[1], false});
   return {dx, dw};
 }
 
@@ -306,9 +297,7 @@ class RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input,
                             c10::SymIntArrayRef shape, const std::optional<at::Tensor>& weight,
                             std::optional<double> eps) {
-    static const auto op = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("triton_embed::rms_norm_forward", "")
-                               .typed<decltype(rms_norm_forward_impl)>();
+    TE_OP_HANDLE(op, "rms_norm_forward", "", decltype(rms_norm_forward_impl));
     at::Tensor y, rstd;
     {
       at::AutoDispatchBelowADInplaceOrView guard;
@@ -321,9 +310,7 @@ class RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    static const auto op = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("triton_embed::rms_norm_backward", "")
-                               .typed<decltype(rms_norm_backward_impl)>();
+    TE_OP_HANDLE(op, "rms_norm_backward", "", decltype(rms_norm_backward_impl));
     const auto s = ctx->get_saved_variables();
     const std::vector<c10::SymInt> shape = ctx->saved_data["shape"].toSymIntVector();
     std::optional<at::Tensor> w;
@@ -338,9 +325,7 @@ at::Tensor rms_norm_autograd(const at::Tensor& input, c10::SymIntArrayRef shape,
                              const std::optional<at::Tensor>& weight, std::optional<double> eps) {
   if (!any_requires_grad(input, weight)) {
     at::AutoDispatchBelowADInplaceOrView guard;
-    static const auto op = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("triton_embed::rms_norm", "")
-                               .typed<decltype(rms_norm_impl)>();
+    TE_OP_HANDLE(op, "rms_norm", "", decltype(rms_norm_impl));
     return op.call(input, shape, weight, eps);
   }
   return RmsNormFunction::apply(input, shape, weight, eps);

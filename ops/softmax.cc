@@ -100,16 +100,16 @@ at::Tensor softmax_autograd(const at::Tensor& x) {
   return SoftmaxFunction::apply(x);
 }
 
+// The same kernels serve CUDA tensors (GPU launch) and CPU tensors (Triton's interpreter).
+void register_device_kernels(torch::Library& m) {
+  m.impl("softmax", &softmax_impl);
+  m.impl("softmax_backward", &softmax_backward_impl);
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(triton_embed, CUDA, m) {
-  m.impl("softmax", &softmax_impl);
-  m.impl("softmax_backward", &softmax_backward_impl);
-}
-TORCH_LIBRARY_IMPL(triton_embed, CPU, m) {
-  m.impl("softmax", &softmax_impl);
-  m.impl("softmax_backward", &softmax_backward_impl);
-}
+TORCH_LIBRARY_IMPL(triton_embed, CUDA, m) { register_device_kernels(m); }
+TORCH_LIBRARY_IMPL(triton_embed, CPU, m) { register_device_kernels(m); }
 TORCH_LIBRARY_IMPL(triton_embed, Meta, m) {
   m.impl("softmax", &softmax_meta);
   m.impl("softmax_backward", &softmax_backward_meta);

@@ -124,6 +124,9 @@ TRITON_EMBED_API const std::string& kernel_module(const KernelState* kernel) noe
 TRITON_EMBED_API const std::string& kernel_name(const KernelState* kernel) noexcept;
 TRITON_EMBED_API const std::string& kernel_wrapper(const KernelState* kernel) noexcept;
 TRITON_EMBED_API std::string kernel_signature(const KernelState* kernel);
+/*! "add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK): argument #3 'n'": where argument errors
+ *  point, in the core's format (for layers that raise their own argument errors). */
+TRITON_EMBED_API std::string kernel_arg_where(const KernelState* kernel, size_t index);
 constexpr size_t kMaxArgs = 96;
 }  // namespace detail
 

@@ -101,7 +101,6 @@ inline void fill_tensor(const at::Tensor& t, ArgValue& out) {
   out.kind = ArgKind::kPointer;
   out.dtype = triton_dtype(t.scalar_type());
   out.flags = static_cast<uint8_t>(kArgFromTensor | (t.is_cpu() ? kArgHostMemory : 0));
-  out.count = static_cast<uint32_t>(t.scalar_type());  // names the dtype in errors
   out.u = reinterpret_cast<uintptr_t>(t.data_ptr());
 }
 

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/arg_format.h"
+#include "core/bind.h"
 #include "core/compile.h"
 #include "core/errors.h"
 #include "core/specialize.h"
@@ -17,9 +18,7 @@ namespace triton_embed {
 
 namespace detail {
 
-namespace {
-
-[[noreturn]] void throw_arg_count(const KernelState& k, size_t nargs) {
+void throw_arg_count(const KernelState& k, size_t nargs) {
   const size_t np = k.params.size();
   if (k.min_args == np) {
     TE_THROW(ValueError) << call_signature(k) << ": expected " << np << " argument"
@@ -30,17 +29,7 @@ namespace {
                        << " have defaults), got " << nargs;
 }
 
-// The arguments with the Python defaults of the parameters left out filled in.
-inline const ArgValue* with_defaults(const KernelState& k, const ArgValue* args, size_t nargs,
-                                     ArgValue* buf) {
-  const size_t np = k.params.size();
-  if (TE_LIKELY(nargs == np)) return args;
-  if (nargs > np || nargs < k.min_args) throw_arg_count(k, nargs);
-  // np <= kMaxArgs: kernels with more parameters are refused when they are loaded.
-  std::memcpy(static_cast<void*>(buf), args, nargs * sizeof(ArgValue));
-  for (size_t i = nargs; i < np; ++i) buf[i] = k.defaults[i];
-  return buf;
-}
+namespace {
 
 // A call bound to its specialisation and cache key.
 struct Bound {
@@ -121,13 +110,6 @@ inline uint32_t pack_args(const KernelState& k, const LeafList& leaves, uint64_t
   return np;
 }
 
-[[noreturn]] void throw_host_memory(const KernelState& k, uint32_t param) {
-  TE_THROW(ValueError) << arg_where(k, param)
-                       << ": got a CPU tensor; a GPU launch needs device memory. Move it to the "
-                          "GPU, or launch with triton_embed::launch (<triton_embed/torch.h>), "
-                          "which runs CPU tensors through Triton's interpreter";
-}
-
 constexpr int kLaunchAttrSharedMemoryMode = 18;  // Triton 3.8 defines it where cuda.h lacks it
 constexpr int kSharedMemoryModeAllowOversized = 3;
 
@@ -148,12 +130,6 @@ void launch(KernelState* kernel, const InternedOptions* options, const GridSpec&
   const uint32_t forced = explicit_target_code();
   Bound b;
   bind(k, options, args, nargs, forced != 0 ? forced : target_code(ctx.arch, 32), b);
-  for (uint32_t i = 0; i < b.leaves.n; ++i) {
-    const Leaf& l = b.leaves.leaves[i];
-    if (TE_UNLIKELY(l.kind == LeafKind::kPointer && (l.value->flags & kArgHostMemory) != 0)) {
-      throw_host_memory(k, l.param);
-    }
-  }
   Entry* e = find_or_compile(k, options, b);
   void* fn = e->function_for(ctx.ctx);
   if (TE_UNLIKELY(fn == nullptr)) fn = load_function(k, *e, ctx);

@@ -87,6 +87,10 @@ std::string kernel_signature(const KernelState* kernel) {
   return s + ")";
 }
 
+std::string kernel_arg_where(const KernelState* kernel, size_t index) {
+  return arg_where(*kernel, index);
+}
+
 KernelState* inner_kernel(KernelState* kernel) {
   TE_CHECK(kernel->inner != nullptr, ValueError)
       << full_name(*kernel) << " is a plain @triton.jit function; inner() is for kernels "

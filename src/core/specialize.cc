@@ -393,9 +393,17 @@ bool double_to_half_bits(double x, uint16_t* out) {
   return true;
 }
 
+[[noreturn]] void throw_host_memory(const KernelState& k, uint32_t param) {
+  TE_THROW(ValueError) << arg_where(k, param)
+                       << ": got a CPU tensor; a GPU launch needs device memory. Move it to the "
+                          "GPU, or launch with triton_embed::launch (<triton_embed/torch.h>), "
+                          "which runs CPU tensors through Triton's interpreter";
+}
+
 uint64_t pack_leaf(const KernelState& kernel, const Leaf& leaf) {
   const ArgValue& v = *leaf.value;
   if (leaf.kind == LeafKind::kPointer) {
+    if (TE_UNLIKELY((v.flags & kArgHostMemory) != 0)) throw_host_memory(kernel, leaf.param);
     return v.kind == ArgKind::kNone ? 0 : v.u;
   }
   switch (leaf.dtype) {

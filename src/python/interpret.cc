@@ -1,9 +1,8 @@
 // Running a kernel through Triton's interpreter: the host path for CPU tensors. It is for
 // correctness and debugging, not speed: every call enters Python.
 
-#include <cstring>
-
 #include "core/arg_format.h"
+#include "core/bind.h"
 #include "core/compile.h"
 #include "core/errors.h"
 #include "python/convert.h"
@@ -16,15 +15,12 @@ namespace pyb = pybind11;
 void interpret(KernelState* kernel, const GridSpec& grid, const ArgValue* args, size_t nargs) {
   KernelState& k = *kernel;
   if (k.wrapper_kind != WrapperKind::kNone) throw_wrapped(k);
-  const size_t np = k.params.size();
-  TE_CHECK(nargs <= np && nargs >= k.min_args, ValueError)
-      << call_signature(k) << ": expected " << (k.min_args == np ? "" : "at most ") << np
-      << " arguments, got " << nargs;
-  // The grid callable sees every parameter, defaults included, as in a launch.
-  ArgValue full[kMaxArgs];
-  std::memcpy(static_cast<void*>(full), args, nargs * sizeof(ArgValue));
-  for (size_t i = nargs; i < np; ++i) full[i] = k.defaults[i];
-  const Grid g = grid.fn != nullptr ? grid.fn(grid.ctx, Meta(kernel, full, np)) : grid.fixed;
+  // The grid callable sees every parameter, defaults included, as in a launch; Python gets
+  // the arguments as passed and fills in its defaults itself.
+  ArgValue buf[kMaxArgs];
+  const ArgValue* full = with_defaults(k, args, nargs, buf);
+  const Grid g =
+      grid.fn != nullptr ? grid.fn(grid.ctx, Meta(kernel, full, k.params.size())) : grid.fixed;
   TE_CHECK(g.x >= 0 && g.y >= 0 && g.z >= 0, ValueError)
       << "interpreting " << full_name(k) << ": grid (" << g.x << ", " << g.y << ", " << g.z
       << ") has a negative axis";

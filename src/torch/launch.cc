@@ -10,7 +10,6 @@
 #include <Python.h>
 #include <pybind11/pybind11.h>
 
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,13 +21,7 @@ namespace pyb = pybind11;
 
 namespace {
 
-std::string where(const JitFunction& fn, uint32_t arg) {
-  std::ostringstream os;
-  os << fn.signature() << ": argument #" << arg;
-  const auto& params = fn.params();
-  if (arg < params.size()) os << " '" << params[arg].name << "'";
-  return os.str();
-}
+std::string where(const JitFunction& fn, uint32_t arg) { return kernel_arg_where(fn.state(), arg); }
 
 [[noreturn]] void throw_bad_dtype(const JitFunction& fn, const TensorRef& r) {
   throw TypeError(where(fn, r.arg) + ": a tensor of dtype " +

@@ -31,7 +31,8 @@ enum class ArgKind : uint8_t {
 };
 
 /*! \brief ArgValue::flags of a pointer that came from a tensor (set by layers such as the
- *  torch one): the launch refuses host memory, and errors name tensors as tensors. */
+ *  torch one, which finds its tensors by the first flag); a GPU launch refuses pointers with
+ *  the second. */
 inline constexpr uint8_t kArgFromTensor = 1;
 inline constexpr uint8_t kArgHostMemory = 2;
 
