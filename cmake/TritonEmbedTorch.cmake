@@ -1,7 +1,8 @@
 # Finds the torch of the Python environment (for the torch layer and the ops).
 #
 # Input:  TRITON_EMBED_TORCH  AUTO (default: build them when torch imports), ON or OFF
-# Output: TRITON_EMBED_HAVE_TORCH, the Torch package (TORCH_LIBRARIES), TRITON_EMBED_TORCH_VERSION
+# Output: TRITON_EMBED_HAVE_TORCH, the Torch package (TORCH_LIBRARIES), TRITON_EMBED_TORCH_VERSION,
+#         TRITON_EMBED_TORCH_CXX_STANDARD
 
 set(TRITON_EMBED_HAVE_TORCH OFF)
 if(TRITON_EMBED_TORCH STREQUAL "OFF")
@@ -51,5 +52,13 @@ if(NOT CUDA_nvrtc_LIBRARY)
   endif()
 endif()
 find_package(Torch REQUIRED)
+# Code that includes torch's headers is compiled with the C++ standard torch was built with
+# (torch's config records it on its target but does not pass it on): C++20 for torch 2.10+,
+# C++17 before.
+get_target_property(TRITON_EMBED_TORCH_CXX_STANDARD torch CXX_STANDARD)
+if(NOT TRITON_EMBED_TORCH_CXX_STANDARD)
+  set(TRITON_EMBED_TORCH_CXX_STANDARD 17)
+endif()
 set(TRITON_EMBED_HAVE_TORCH ON)
-message(STATUS "triton_embed: torch ${TRITON_EMBED_TORCH_VERSION} (CUDA ${_te_torch_cuda})")
+message(STATUS "triton_embed: torch ${TRITON_EMBED_TORCH_VERSION} (CUDA ${_te_torch_cuda}, "
+               "C++${TRITON_EMBED_TORCH_CXX_STANDARD})")

@@ -24,10 +24,11 @@ const te::JitFunction& add_kernel() {
   return k;
 }
 
-te::detail::ArgValue fill(const auto& v) {
+template <class T>
+te::detail::ArgValue fill(const T& v) {
   te::detail::ArgValue out{};
   te::detail::ArgValue* nested = nullptr;
-  te::ArgTraits<std::decay_t<decltype(v)>>::fill(v, out, nested);
+  te::ArgTraits<T>::fill(v, out, nested);
   return out;
 }
 
