@@ -1,0 +1,369 @@
+// The C++ side of the launch-overhead benchmark (bench/run.py drives it and writes the report).
+//
+//   launch_bench gpu OUT.json      every GPU measurement in one process: raw cuLaunchKernelEx on
+//                                  the same cubin and arguments, triton_embed with raw pointers
+//                                  and with at::Tensor, ops through the dispatcher, argument
+//                                  count and thread scaling, memory of the interpreter
+//   launch_bench first-launch      one process up to its first launch (run by run.py with an
+//                                  empty and a warm Triton cache); prints a JSON line
+//   launch_bench host-path N       CPU only: the host path up to the driver call for cuda:90,
+//                                  N calls (run under callgrind in CI); prints a JSON line
+//
+// Times are host times per launch: the median over batches of back-to-back launches, with a
+// stream synchronisation between batches (not timed) and warm-up launches first.
+
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda.h>
+#include <dlfcn.h>
+#include <torch/cuda.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <triton_embed/detail/testing.h>
+#include <triton_embed/jit.h>
+#include <triton_embed/ops.h>
+#include <triton_embed/torch.h>
+
+namespace te = triton_embed;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int kBatches = 200;
+constexpr int kPerBatch = 200;
+constexpr int kWarmup = 2000;
+constexpr int64_t kN = 4096;  // 4 programs of the 1024-wide vector add
+constexpr int kBlock = 1024;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// ---- the raw driver, resolved as the library resolves it ----------------------------------
+
+struct Driver {
+  CUresult (*module_load_data)(CUmodule*, const void*);
+  CUresult (*module_get_function)(CUfunction*, CUmodule, const char*);
+  CUresult (*launch_kernel_ex)(const CUlaunchConfig*, CUfunction, void**, void**);
+  CUresult (*stream_synchronize)(CUstream);
+  CUresult (*ctx_get_current)(CUcontext*);
+  CUresult (*ctx_set_current)(CUcontext);
+
+  Driver() {
+    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) throw std::runtime_error("cannot load libcuda.so.1");
+    get(h, "cuModuleLoadData", module_load_data);
+    get(h, "cuModuleGetFunction", module_get_function);
+    get(h, "cuLaunchKernelEx", launch_kernel_ex);
+    get(h, "cuStreamSynchronize", stream_synchronize);
+    get(h, "cuCtxGetCurrent", ctx_get_current);
+    get(h, "cuCtxSetCurrent", ctx_set_current);
+  }
+  template <class F>
+  static void get(void* h, const char* name, F& f) {
+    f = reinterpret_cast<F>(dlsym(h, name));
+    if (f == nullptr) throw std::runtime_error(std::string("libcuda lacks ") + name);
+  }
+};
+
+void check(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS) throw std::runtime_error(std::string(what) + " failed: " + std::to_string(r));
+}
+
+// A kernel compiled by triton_embed, loaded a second time straight from its cubin.
+struct RawKernel {
+  CUfunction fn = nullptr;
+  unsigned block = 0, shared = 0;
+  RawKernel(const Driver& d, const te::CompiledKernel& k) {
+    CUmodule m = nullptr;
+    check(d.module_load_data(&m, k.cubin().data()), "cuModuleLoadData");
+    check(d.module_get_function(&fn, m, k.name().c_str()), "cuModuleGetFunction");
+    block = static_cast<unsigned>(32 * k.num_warps());
+    shared = static_cast<unsigned>(k.shared());
+  }
+  // params: the runtime arguments followed by Triton's two (null) scratch pointers.
+  void launch(const Driver& d, unsigned grid, CUstream s, void** params) const {
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = grid;
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = block;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = shared;
+    cfg.hStream = s;
+    check(d.launch_kernel_ex(&cfg, fn, params, nullptr), "cuLaunchKernelEx");
+  }
+};
+
+// Median host time per call of f, in microseconds.
+double per_call_us(const std::function<void()>& f, CUstream s, const Driver& d) {
+  for (int i = 0; i < kWarmup; ++i) f();
+  check(d.stream_synchronize(s), "cuStreamSynchronize");
+  std::vector<double> t;
+  t.reserve(kBatches);
+  for (int b = 0; b < kBatches; ++b) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < kPerBatch; ++i) f();
+    t.push_back(seconds_since(t0) * 1e6 / kPerBatch);
+    check(d.stream_synchronize(s), "cuStreamSynchronize");
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+long rss_kib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+  }
+  return -1;
+}
+
+template <size_t... I>
+void launch_n(const te::JitFunction& fn, te::Stream s, const std::vector<float*>& p,
+              std::index_sequence<I...>) {
+  fn.launch({1}, s, p[I]...);
+}
+
+struct Json {
+  std::ostringstream os;
+  bool first = true;
+  Json() { os << "{"; }
+  Json& num(const std::string& k, double v) {
+    os << (first ? "" : ", ") << "\"" << k << "\": " << v;
+    first = false;
+    return *this;
+  }
+  std::string str() const { return os.str() + "}"; }
+};
+
+// ---- gpu ----------------------------------------------------------------------------------
+
+template <size_t N>
+void args_case(Json& out, const Driver& d, CUstream s) {
+  const te::JitFunction fn("bench_kernels", "args_" + std::to_string(N));
+  std::vector<at::Tensor> bufs;
+  std::vector<float*> p;
+  for (size_t i = 0; i < N; ++i) {
+    bufs.push_back(at::zeros({16}, at::kCUDA));
+    p.push_back(bufs.back().data_ptr<float>());
+  }
+  auto ours = [&] { launch_n(fn, reinterpret_cast<te::Stream>(s), p, std::make_index_sequence<N>{}); };
+  ours();
+  const te::CompiledKernel& k = [&]() -> const te::CompiledKernel& {
+    std::array<te::Pointer, N> ptrs;
+    for (size_t i = 0; i < N; ++i) ptrs[i] = te::Pointer(p[i], te::DType::fp32);
+    return std::apply([&](const auto&... a) -> const te::CompiledKernel& { return fn.compile(a...); },
+                      ptrs);
+  }();
+  RawKernel raw(d, k);
+  std::vector<uint64_t> slots(N + 2, 0);
+  std::vector<void*> params(N + 2);
+  for (size_t i = 0; i < N; ++i) slots[i] = reinterpret_cast<uint64_t>(p[i]);
+  for (size_t i = 0; i < N + 2; ++i) params[i] = &slots[i];
+  const double r = per_call_us([&] { raw.launch(d, 1, s, params.data()); }, s, d);
+  const double o = per_call_us(ours, s, d);
+  out.num("args" + std::to_string(N) + "_raw_us", r).num("args" + std::to_string(N) + "_ours_us", o);
+}
+
+// Aggregate launches per second of `threads` threads, each on its own stream.
+double threads_rate(int threads, bool raw_path, const Driver& d, const RawKernel& raw,
+                    const te::JitFunction& add, CUcontext ctx, const at::Tensor& x,
+                    const at::Tensor& y, const at::Tensor& o) {
+  constexpr int kLaunches = 20000;
+  std::vector<c10::cuda::CUDAStream> streams;
+  for (int i = 0; i < threads; ++i) streams.push_back(c10::cuda::getStreamFromPool());
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      check(d.ctx_set_current(ctx), "cuCtxSetCurrent");
+      CUstream s = streams[t].stream();
+      const float* xp = x.data_ptr<float>();
+      const float* yp = y.data_ptr<float>();
+      float* op = o.data_ptr<float>();
+      int n = static_cast<int>(kN);
+      uint64_t slots[6] = {reinterpret_cast<uint64_t>(xp), reinterpret_cast<uint64_t>(yp),
+                           reinterpret_cast<uint64_t>(op), static_cast<uint64_t>(n), 0, 0};
+      void* params[6];
+      for (int i = 0; i < 6; ++i) params[i] = &slots[i];
+      params[3] = &n;
+      auto one = [&] {
+        if (raw_path) {
+          raw.launch(d, 4, s, params);
+        } else {
+          add.launch({4}, reinterpret_cast<te::Stream>(s), xp, yp, op, kN, kBlock);
+        }
+      };
+      for (int i = 0; i < 1000; ++i) one();
+      check(d.stream_synchronize(s), "cuStreamSynchronize");
+      ready.fetch_add(1);
+      while (!go.load()) {
+      }
+      for (int i = 0; i < kLaunches; ++i) one();
+    });
+  }
+  while (ready.load() != threads) {
+  }
+  const auto t0 = Clock::now();
+  go.store(true);
+  for (auto& th : pool) th.join();
+  const double secs = seconds_since(t0);
+  for (auto& s : streams) s.synchronize();
+  return threads * static_cast<double>(kLaunches) / secs;
+}
+
+void init() {
+  te::RuntimeOptions opts;
+  opts.python_paths.push_back(TE_BENCH_DIR);
+  te::initialize(opts);
+}
+
+int run_gpu(const char* out_path) {
+  Json out;
+  const long rss0 = rss_kib();
+  init();
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  const long rss1 = rss_kib();
+  out.num("rss_interpreter_and_imports_mib", (rss1 - rss0) / 1024.0);
+
+  if (!torch::cuda::is_available()) throw std::runtime_error("no GPU");
+  const Driver d;
+  at::Tensor x = at::rand({kN}, at::kCUDA), y = at::rand({kN}, at::kCUDA);
+  at::Tensor o = at::empty({kN}, at::kCUDA);
+  c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool();
+  c10::cuda::CUDAStreamGuard guard(stream);
+  CUstream s = stream.stream();
+  CUcontext ctx = nullptr;
+  check(d.ctx_get_current(&ctx), "cuCtxGetCurrent");
+
+  const float* xp = x.data_ptr<float>();
+  const float* yp = y.data_ptr<float>();
+  float* op = o.data_ptr<float>();
+  const te::CompiledKernel& k = add.compile(xp, yp, op, kN, kBlock);
+  RawKernel raw(d, k);
+  int n = static_cast<int>(kN);
+  uint64_t slots[6] = {reinterpret_cast<uint64_t>(xp), reinterpret_cast<uint64_t>(yp),
+                       reinterpret_cast<uint64_t>(op), 0, 0, 0};
+  void* params[6];
+  for (int i = 0; i < 6; ++i) params[i] = &slots[i];
+  params[3] = &n;
+  const te::Stream ts = reinterpret_cast<te::Stream>(s);
+
+  out.num("raw_us", per_call_us([&] { raw.launch(d, 4, s, params); }, s, d));
+  out.num("ours_pointers_us", per_call_us([&] { add.launch({4}, ts, xp, yp, op, kN, kBlock); }, s, d));
+  out.num("ours_tensors_us", per_call_us([&] { te::launch(add, {4}, x, y, o, kN, kBlock); }, s, d));
+  out.num("op_triton_embed_add_us", per_call_us([&] { (void)te::ops::add(x, y); }, s, d));
+  out.num("op_at_add_us", per_call_us([&] { (void)at::add(x, y); }, s, d));
+  // A second handle to the same kernel: its first launch is an in-memory cache hit.
+  {
+    const te::JitFunction again("pykernels.vector", "add_kernel");
+    const auto t0 = Clock::now();
+    again.launch({4}, ts, xp, yp, op, kN, kBlock);
+    out.num("first_launch_in_memory_hit_us", seconds_since(t0) * 1e6);
+  }
+
+  args_case<1>(out, d, s);
+  args_case<4>(out, d, s);
+  args_case<16>(out, d, s);
+  args_case<32>(out, d, s);
+
+  for (int t : {1, 2, 4, 8}) {
+    out.num("threads" + std::to_string(t) + "_raw_launches_per_s",
+            threads_rate(t, true, d, raw, add, ctx, x, y, o));
+    out.num("threads" + std::to_string(t) + "_ours_launches_per_s",
+            threads_rate(t, false, d, raw, add, ctx, x, y, o));
+  }
+
+  std::ofstream f(out_path);
+  f << out.str() << "\n";
+  std::printf("%s\n", out.str().c_str());
+  return 0;
+}
+
+// ---- first-launch -------------------------------------------------------------------------
+
+int run_first_launch() {
+  const auto t0 = Clock::now();
+  init();
+  const double init_s = seconds_since(t0);
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  const double load_s = seconds_since(t0);
+  at::Tensor x = at::rand({kN}, at::kCUDA), y = at::rand({kN}, at::kCUDA);
+  at::Tensor o = at::empty({kN}, at::kCUDA);
+  const auto t1 = Clock::now();
+  te::launch(add, {4}, x, y, o, kN, kBlock);
+  const double first_s = seconds_since(t1);
+  c10::cuda::getCurrentCUDAStream().synchronize();
+  Json out;
+  out.num("interpreter_start_s", init_s)
+      .num("kernel_import_s", load_s - init_s)
+      .num("first_launch_s", first_s)
+      .num("main_to_first_launch_s", seconds_since(t0));
+  std::printf("%s\n", out.str().c_str());
+  return 0;
+}
+
+// ---- host-path (CPU) ----------------------------------------------------------------------
+
+// The measured loop; callgrind collects inside this function only.
+__attribute__((noinline)) void host_path_loop(const te::JitFunction& add, long calls,
+                                              float* x, float* y, float* o) {
+  uint64_t slots[8];
+  for (long i = 0; i < calls; ++i) {
+    te::detail::testing::dry_run(add, slots, x, y, o, kN, kBlock);
+  }
+}
+
+int run_host_path(long calls) {
+  init();
+  te::set_target(te::Target{"cuda", 90, 32});
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  // 16-byte aligned fake device addresses: the host path never dereferences them.
+  float* x = reinterpret_cast<float*>(uintptr_t{0x10000});
+  float* y = reinterpret_cast<float*>(uintptr_t{0x20000});
+  float* o = reinterpret_cast<float*>(uintptr_t{0x30000});
+  uint64_t slots[8];
+  te::detail::testing::dry_run(add, slots, x, y, o, kN, kBlock);  // compile (or disk hit)
+  host_path_loop(add, 1000, x, y, o);                              // warm
+  const auto t0 = Clock::now();
+  host_path_loop(add, calls, x, y, o);
+  Json out;
+  out.num("calls", static_cast<double>(calls))
+      .num("host_path_ns_per_call", seconds_since(t0) * 1e9 / static_cast<double>(calls));
+  std::printf("%s\n", out.str().c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::string mode = argc > 1 ? argv[1] : "";
+    if (mode == "gpu" && argc > 2) return run_gpu(argv[2]);
+    if (mode == "first-launch") return run_first_launch();
+    if (mode == "host-path" && argc > 2) return run_host_path(std::atol(argv[2]));
+    std::fprintf(stderr, "usage: %s gpu OUT.json | first-launch | host-path CALLS\n", argv[0]);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,91 @@
+"""The Python side of the launch-overhead benchmark (bench/run.py runs it).
+
+  python_bench.py launch OUT.json   Python Triton kernel[grid](...) and CompiledKernel launches,
+                                   and the ops from Python beside torch's
+  python_bench.py first-launch     a new process up to its first kernel[grid](...) launch
+
+Same kernel and arguments as launch_bench (pykernels.vector.add_kernel, n = 4096, BLOCK 1024),
+same method: median over 200 batches of 200 back-to-back calls, synchronised between batches.
+"""
+
+import json
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)  # pykernels
+
+N, BLOCK, BATCHES, PER_BATCH, WARMUP = 4096, 1024, 200, 200, 2000
+
+
+def per_call_us(fn, sync):
+    for _ in range(WARMUP):
+        fn()
+    sync()
+    times = []
+    for _ in range(BATCHES):
+        t0 = time.perf_counter()
+        for _ in range(PER_BATCH):
+            fn()
+        times.append((time.perf_counter() - t0) * 1e6 / PER_BATCH)
+        sync()
+    return statistics.median(times)
+
+
+def launch(out_path):
+    import torch
+
+    import triton_embed  # noqa: F401  (torch.ops.triton_embed)
+    from pykernels.vector import add_kernel
+
+    x = torch.rand(N, device="cuda")
+    y = torch.rand(N, device="cuda")
+    o = torch.empty(N, device="cuda")
+    grid = (triton_cdiv(N, BLOCK),)
+    sync = torch.cuda.synchronize
+    compiled = add_kernel[grid](x, y, o, N, BLOCK=BLOCK)
+    runner = compiled[(grid[0], 1, 1)]
+    results = {
+        "python_kernel_grid_us": per_call_us(lambda: add_kernel[grid](x, y, o, N, BLOCK=BLOCK), sync),
+        "python_compiled_kernel_us": per_call_us(lambda: runner(x, y, o, N, BLOCK), sync),
+        "py_op_triton_embed_add_us": per_call_us(lambda: torch.ops.triton_embed.add(x, y), sync),
+        "py_op_aten_add_us": per_call_us(lambda: torch.ops.aten.add(x, y), sync),
+        "py_torch_add_us": per_call_us(lambda: torch.add(x, y), sync),
+    }
+    with open(out_path, "w") as f:
+        json.dump(results, f)
+    print(json.dumps(results))
+
+
+def triton_cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def first_launch():
+    t0 = time.perf_counter()
+    import torch
+    import triton  # noqa: F401
+
+    from pykernels.vector import add_kernel
+
+    t1 = time.perf_counter()
+    x = torch.rand(N, device="cuda")
+    y = torch.rand(N, device="cuda")
+    o = torch.empty(N, device="cuda")
+    t2 = time.perf_counter()
+    add_kernel[(triton_cdiv(N, BLOCK),)](x, y, o, N, BLOCK=BLOCK)
+    t3 = time.perf_counter()
+    torch.cuda.synchronize()
+    print(json.dumps({"import_s": t1 - t0, "first_launch_s": t3 - t2,
+                      "start_to_first_launch_s": time.perf_counter() - t0}))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "launch":
+        launch(sys.argv[2])
+    elif sys.argv[1] == "first-launch":
+        first_launch()
+    else:
+        sys.exit("usage: python_bench.py launch OUT.json | first-launch")
