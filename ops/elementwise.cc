@@ -118,10 +118,16 @@ void run(Op op, const at::Tensor& a_in, const at::Tensor& b_in, const c10::Scala
   TE_OPS_KERNEL(kernel, "elementwise", "binary_kernel");
   const int64_t n = out.numel();
   if (n == 0) return;
-  at::Tensor a = on_device(a_in, out).expand(out.sizes());
-  at::Tensor b = on_device(b_in, out).expand(out.sizes());
+  // Contiguous inputs of the output's shape (the common case) go straight to the flat path;
+  // others are broadcast views read through their strides.
+  const bool flat = a_in.sizes() == out.sizes() && b_in.sizes() == out.sizes() &&
+                    a_in.device() == out.device() && b_in.device() == out.device() &&
+                    a_in.is_contiguous() && b_in.is_contiguous();
+  at::Tensor a = flat ? a_in : on_device(a_in, out).expand(out.sizes());
+  at::Tensor b = flat ? b_in : on_device(b_in, out).expand(out.sizes());
   Layout l;
-  if (!coalesce(out.sizes(), a.strides(), b.strides(), l)) {
+  l.strided = !flat;
+  if (!flat && !coalesce(out.sizes(), a.strides(), b.strides(), l)) {
     a = a.contiguous();
     b = b.contiguous();
     l = Layout{};
@@ -151,7 +157,10 @@ at::Tensor binary(Op op, const at::Tensor& a, const at::Tensor& b, const c10::Sc
   const at::ScalarType result = at::result_type(a, b);
   if (op == Op::kAdd) check_alpha(result, alpha);
   const at::Tensor& dev = (a.dim() == 0 && a.is_cpu()) ? b : a;
-  at::Tensor out = at::empty(broadcast_shape(op, a.sizes(), b.sizes()), dev.options().dtype(result));
+  at::Tensor out = a.sizes() == b.sizes()
+                       ? at::empty(a.sizes(), dev.options().dtype(result))
+                       : at::empty(broadcast_shape(op, a.sizes(), b.sizes()),
+                                   dev.options().dtype(result));
   run(op, a, b, alpha, result, out);
   return out;
 }
