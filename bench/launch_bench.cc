@@ -10,7 +10,8 @@
 //                                  N calls (run under callgrind in CI); prints a JSON line
 //
 // Times are host times per launch: the median over batches of back-to-back launches, with a
-// stream synchronisation between batches (not timed) and warm-up launches first.
+// stream synchronisation between batches (not timed) and warm-up launches first. Paths that
+// are compared are measured interleaved, batch by batch.
 
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -110,20 +111,29 @@ struct RawKernel {
   }
 };
 
-// Median host time per call of f, in microseconds.
-double per_call_us(const std::function<void()>& f, CUstream s, const Driver& d) {
-  for (int i = 0; i < kWarmup; ++i) f();
-  check(d.stream_synchronize(s), "cuStreamSynchronize");
-  std::vector<double> t;
-  t.reserve(kBatches);
-  for (int b = 0; b < kBatches; ++b) {
-    const auto t0 = Clock::now();
-    for (int i = 0; i < kPerBatch; ++i) f();
-    t.push_back(seconds_since(t0) * 1e6 / kPerBatch);
-    check(d.stream_synchronize(s), "cuStreamSynchronize");
+// Median host time per call of each function, in microseconds. The functions are measured
+// interleaved, batch by batch, so that they all see the same machine conditions.
+std::vector<double> per_call_us(const std::vector<std::function<void()>>& fs, CUstream s,
+                                const Driver& d) {
+  for (const auto& f : fs) {
+    for (int i = 0; i < kWarmup; ++i) f();
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  check(d.stream_synchronize(s), "cuStreamSynchronize");
+  std::vector<std::vector<double>> t(fs.size());
+  for (int b = 0; b < kBatches; ++b) {
+    for (size_t k = 0; k < fs.size(); ++k) {
+      const auto t0 = Clock::now();
+      for (int i = 0; i < kPerBatch; ++i) fs[k]();
+      t[k].push_back(seconds_since(t0) * 1e6 / kPerBatch);
+      check(d.stream_synchronize(s), "cuStreamSynchronize");
+    }
+  }
+  std::vector<double> medians;
+  for (auto& v : t) {
+    std::sort(v.begin(), v.end());
+    medians.push_back(v[v.size() / 2]);
+  }
+  return medians;
 }
 
 long rss_kib() {
@@ -177,8 +187,9 @@ void args_case(Json& out, const Driver& d, CUstream s) {
   std::vector<void*> params(N + 2);
   for (size_t i = 0; i < N; ++i) slots[i] = reinterpret_cast<uint64_t>(p[i]);
   for (size_t i = 0; i < N + 2; ++i) params[i] = &slots[i];
-  const double r = per_call_us([&] { raw.launch(d, 1, s, params.data()); }, s, d);
-  const double o = per_call_us(ours, s, d);
+  const std::vector<double> t =
+      per_call_us({[&] { raw.launch(d, 1, s, params.data()); }, ours}, s, d);
+  const double r = t[0], o = t[1];
   out.num("args" + std::to_string(N) + "_raw_us", r).num("args" + std::to_string(N) + "_ours_us", o);
 }
 
@@ -267,11 +278,15 @@ int run_gpu(const char* out_path) {
   params[3] = &n;
   const te::Stream ts = reinterpret_cast<te::Stream>(s);
 
-  out.num("raw_us", per_call_us([&] { raw.launch(d, 4, s, params); }, s, d));
-  out.num("ours_pointers_us", per_call_us([&] { add.launch({4}, ts, xp, yp, op, kN, kBlock); }, s, d));
-  out.num("ours_tensors_us", per_call_us([&] { te::launch(add, {4}, x, y, o, kN, kBlock); }, s, d));
-  out.num("op_triton_embed_add_us", per_call_us([&] { (void)te::ops::add(x, y); }, s, d));
-  out.num("op_at_add_us", per_call_us([&] { (void)at::add(x, y); }, s, d));
+  const std::vector<double> t = per_call_us(
+      {[&] { raw.launch(d, 4, s, params); },
+       [&] { add.launch({4}, ts, xp, yp, op, kN, kBlock); },
+       [&] { te::launch(add, {4}, x, y, o, kN, kBlock); },
+       [&] { (void)te::ops::add(x, y); },
+       [&] { (void)at::add(x, y); }},
+      s, d);
+  out.num("raw_us", t[0]).num("ours_pointers_us", t[1]).num("ours_tensors_us", t[2]);
+  out.num("op_triton_embed_add_us", t[3]).num("op_at_add_us", t[4]);
   // A second handle to the same kernel: its first launch is an in-memory cache hit.
   {
     const te::JitFunction again("pykernels.vector", "add_kernel");

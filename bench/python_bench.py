@@ -5,7 +5,8 @@
   python_bench.py first-launch     a new process up to its first kernel[grid](...) launch
 
 Same kernel and arguments as launch_bench (pykernels.vector.add_kernel, n = 4096, BLOCK 1024),
-same method: median over 200 batches of 200 back-to-back calls, synchronised between batches.
+same method: median over 200 batches of 200 back-to-back calls, synchronised between batches,
+the paths measured interleaved batch by batch.
 """
 
 import json
@@ -20,18 +21,21 @@ sys.path.insert(0, ROOT)  # pykernels
 N, BLOCK, BATCHES, PER_BATCH, WARMUP = 4096, 1024, 200, 200, 2000
 
 
-def per_call_us(fn, sync):
-    for _ in range(WARMUP):
-        fn()
-    sync()
-    times = []
-    for _ in range(BATCHES):
-        t0 = time.perf_counter()
-        for _ in range(PER_BATCH):
+def per_call_us(fns, sync):
+    """Median host time per call of each function (us), measured interleaved batch by batch."""
+    for fn in fns:
+        for _ in range(WARMUP):
             fn()
-        times.append((time.perf_counter() - t0) * 1e6 / PER_BATCH)
-        sync()
-    return statistics.median(times)
+    sync()
+    times = [[] for _ in fns]
+    for _ in range(BATCHES):
+        for k, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            for _ in range(PER_BATCH):
+                fn()
+            times[k].append((time.perf_counter() - t0) * 1e6 / PER_BATCH)
+            sync()
+    return [statistics.median(t) for t in times]
 
 
 def launch(out_path):
@@ -47,13 +51,14 @@ def launch(out_path):
     sync = torch.cuda.synchronize
     compiled = add_kernel[grid](x, y, o, N, BLOCK=BLOCK)
     runner = compiled[(grid[0], 1, 1)]
-    results = {
-        "python_kernel_grid_us": per_call_us(lambda: add_kernel[grid](x, y, o, N, BLOCK=BLOCK), sync),
-        "python_compiled_kernel_us": per_call_us(lambda: runner(x, y, o, N, BLOCK), sync),
-        "py_op_triton_embed_add_us": per_call_us(lambda: torch.ops.triton_embed.add(x, y), sync),
-        "py_op_aten_add_us": per_call_us(lambda: torch.ops.aten.add(x, y), sync),
-        "py_torch_add_us": per_call_us(lambda: torch.add(x, y), sync),
-    }
+    names = ["python_kernel_grid_us", "python_compiled_kernel_us", "py_op_triton_embed_add_us",
+             "py_op_aten_add_us", "py_torch_add_us"]
+    fns = [lambda: add_kernel[grid](x, y, o, N, BLOCK=BLOCK),
+           lambda: runner(x, y, o, N, BLOCK),
+           lambda: torch.ops.triton_embed.add(x, y),
+           lambda: torch.ops.aten.add(x, y),
+           lambda: torch.add(x, y)]
+    results = dict(zip(names, per_call_us(fns, sync)))
     with open(out_path, "w") as f:
         json.dump(results, f)
     print(json.dumps(results))
