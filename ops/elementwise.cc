@@ -13,6 +13,7 @@
 #include <array>
 
 #include "common.h"
+#include "dispatch.h"
 #include "triton_embed/ops.h"
 
 namespace triton_embed::ops {
@@ -273,18 +274,21 @@ bool needs_grad(const at::Tensor& a, const at::Tensor& b) {
   return at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad());
 }
 
-at::Tensor add_autograd(const at::Tensor& a, const at::Tensor& b, const c10::Scalar& alpha) {
+// Without gradients the autograd kernels pass the call on to the backend kernel with the
+// keys below autograd (a redispatch, as ATen's own autograd kernels do: no second lookup).
+at::Tensor add_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const at::Tensor& b,
+                        const c10::Scalar& alpha) {
   if (!needs_grad(a, b)) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    return triton_embed::ops::add(a, b, alpha);
+    TE_OP_HANDLE(op, "add", "", at::Tensor(const at::Tensor&, const at::Tensor&, const c10::Scalar&));
+    return op.redispatch(ks & c10::after_autograd_keyset, a, b, alpha);
   }
   return AddFunction::apply(a, b, alpha);
 }
 
-at::Tensor mul_autograd(const at::Tensor& a, const at::Tensor& b) {
+at::Tensor mul_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const at::Tensor& b) {
   if (!needs_grad(a, b)) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    return triton_embed::ops::mul(a, b);
+    TE_OP_HANDLE(op, "mul", "", at::Tensor(const at::Tensor&, const at::Tensor&));
+    return op.redispatch(ks & c10::after_autograd_keyset, a, b);
   }
   return MulFunction::apply(a, b);
 }

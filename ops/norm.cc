@@ -228,13 +228,12 @@ bool any_requires_grad(const at::Tensor& x, const std::optional<at::Tensor>& a,
          (b.has_value() && b->defined() && b->requires_grad());
 }
 
-at::Tensor layer_norm_autograd(const at::Tensor& input, c10::SymIntArrayRef shape,
-                               const std::optional<at::Tensor>& weight,
+at::Tensor layer_norm_autograd(c10::DispatchKeySet ks, const at::Tensor& input,
+                               c10::SymIntArrayRef shape, const std::optional<at::Tensor>& weight,
                                const std::optional<at::Tensor>& bias, double eps) {
   if (!any_requires_grad(input, weight, bias)) {
-    at::AutoDispatchBelowADInplaceOrView guard;
     TE_OP_HANDLE(op, "layer_norm", "", decltype(layer_norm_impl));
-    return op.call(input, shape, weight, bias, eps);
+    return op.redispatch(ks & c10::after_autograd_keyset, input, shape, weight, bias, eps);
   }
   return LayerNormFunction::apply(input, shape, weight, bias, eps);
 }
@@ -321,12 +320,12 @@ class RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
   }
 };
 
-at::Tensor rms_norm_autograd(const at::Tensor& input, c10::SymIntArrayRef shape,
-                             const std::optional<at::Tensor>& weight, std::optional<double> eps) {
+at::Tensor rms_norm_autograd(c10::DispatchKeySet ks, const at::Tensor& input,
+                             c10::SymIntArrayRef shape, const std::optional<at::Tensor>& weight,
+                             std::optional<double> eps) {
   if (!any_requires_grad(input, weight)) {
-    at::AutoDispatchBelowADInplaceOrView guard;
     TE_OP_HANDLE(op, "rms_norm", "", decltype(rms_norm_impl));
-    return op.call(input, shape, weight, eps);
+    return op.redispatch(ks & c10::after_autograd_keyset, input, shape, weight, eps);
   }
   return RmsNormFunction::apply(input, shape, weight, eps);
 }

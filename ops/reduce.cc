@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include "common.h"
+#include "dispatch.h"
 #include "triton_embed/ops.h"
 
 namespace triton_embed::ops {
@@ -104,11 +105,11 @@ class SumFunction : public torch::autograd::Function<SumFunction> {
   }
 };
 
-at::Tensor sum_autograd(const at::Tensor& self, int64_t dim, bool keepdim,
-                        std::optional<at::ScalarType> dtype) {
+at::Tensor sum_autograd(c10::DispatchKeySet ks, const at::Tensor& self, int64_t dim,
+                        bool keepdim, std::optional<at::ScalarType> dtype) {
   if (!(at::GradMode::is_enabled() && self.requires_grad())) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    return triton_embed::ops::sum(self, dim, keepdim, dtype);
+    TE_OP_HANDLE(op, "sum", "", decltype(sum_impl));
+    return op.redispatch(ks & c10::after_autograd_keyset, self, dim, keepdim, dtype);
   }
   return SumFunction::apply(self, dim, keepdim, dtype);
 }

@@ -4,6 +4,7 @@
 #include <torch/library.h>
 
 #include "common.h"
+#include "dispatch.h"
 #include "triton_embed/ops.h"
 
 namespace triton_embed::ops {
@@ -92,10 +93,10 @@ class SoftmaxFunction : public torch::autograd::Function<SoftmaxFunction> {
   }
 };
 
-at::Tensor softmax_autograd(const at::Tensor& x) {
+at::Tensor softmax_autograd(c10::DispatchKeySet ks, const at::Tensor& x) {
   if (!(at::GradMode::is_enabled() && x.requires_grad())) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    return triton_embed::ops::softmax(x);
+    TE_OP_HANDLE(op, "softmax", "", decltype(softmax_impl));
+    return op.redispatch(ks & c10::after_autograd_keyset, x);
   }
   return SoftmaxFunction::apply(x);
 }
