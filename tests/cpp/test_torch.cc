@@ -15,6 +15,8 @@
 #include <triton_embed/ops.h>
 #include <triton_embed/torch.h>
 
+#include "alloc_counter.h"
+
 namespace te = triton_embed;
 
 namespace {
@@ -168,6 +170,20 @@ TEST(TorchLaunch, GpuUsesTorchsCurrentStream) {
     te::launch(add_kernel(), {te::cdiv(n, 1024)}, x, y, out, n, 1024);
     // Queued behind the launch on the same stream, so it sees the result.
     s.synchronize();
+  }
+  EXPECT_TRUE(at::equal(out, x + y));
+}
+
+TEST(TorchLaunch, CachedTensorLaunchesDoNotAllocate) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  const int64_t n = 4096;
+  at::Tensor x = at::rand({n}, at::kCUDA), y = at::rand({n}, at::kCUDA);
+  at::Tensor out = at::empty({n}, at::kCUDA);
+  te::launch(add_kernel(), {te::cdiv(n, 1024)}, x, y, out, n, 1024);  // compile and load
+  {
+    te_test::CountAllocations count;
+    for (int i = 0; i < 1000; ++i) te::launch(add_kernel(), {te::cdiv(n, 1024)}, x, y, out, n, 1024);
+    EXPECT_EQ(count.count(), 0u);
   }
   EXPECT_TRUE(at::equal(out, x + y));
 }
