@@ -25,10 +25,13 @@
 #include <vector>
 
 #include "triton_embed/args.h"
+#include "triton_embed/autotune.h"
+#include "triton_embed/detail/call.h"
 #include "triton_embed/detail/export.h"
 #include "triton_embed/dtype.h"
 #include "triton_embed/error.h"
 #include "triton_embed/grid.h"
+#include "triton_embed/named.h"
 #include "triton_embed/options.h"
 #include "triton_embed/runtime.h"
 #include "triton_embed/stream.h"
@@ -113,6 +116,28 @@ TRITON_EMBED_API void launch(KernelState* kernel, const InternedOptions* options
 TRITON_EMBED_API const CompiledKernel& compile(KernelState* kernel,
                                                const InternedOptions* options,
                                                const ArgValue* args, size_t nargs);
+/*! The general forms: named arguments, and kernels wrapped in @triton.autotune /
+ *  @triton.heuristics (the positional forms above hand wrapped kernels to these). */
+TRITON_EMBED_API void launch_call(KernelState* kernel, const InternedOptions* options,
+                                  const GridSpec& grid, Stream stream, const CallArgs& call);
+/*! With \p prepare_grid: also load the kernel into the current context, tuning on that
+ *  grid when needed (prepare()). */
+TRITON_EMBED_API const CompiledKernel& compile_call(KernelState* kernel,
+                                                    const InternedOptions* options,
+                                                    const CallArgs& call,
+                                                    const GridSpec* prepare_grid);
+TRITON_EMBED_API std::vector<const CompiledKernel*> warmup_call(KernelState* kernel,
+                                                                const InternedOptions* options,
+                                                                const CallArgs& call);
+TRITON_EMBED_API const TuningResult* tuning_result_call(KernelState* kernel,
+                                                        const InternedOptions* options,
+                                                        const CallArgs& call);
+TRITON_EMBED_API void interpret_call(KernelState* kernel, const GridSpec& grid,
+                                     const CallArgs& call);
+/*! The parameter index argument \p index of the call binds to (named arguments by name), or
+ *  -1 for a name that is not a parameter. */
+TRITON_EMBED_API int call_param_index(const KernelState* kernel, const CallArgs& call,
+                                      uint32_t index) noexcept;
 /*! Runs the kernel through Triton's interpreter (on the host) with the GIL held for the call.
  *  Arguments of kind kPyObject are passed to Python as they are (the torch layer passes CPU
  *  tensors so); every other value as a launch would. Meta-parameters and grid callables work
@@ -140,8 +165,10 @@ class TRITON_EMBED_API JitFunction {
  public:
   /*! \brief Imports \p module and reads its \p name. Throws LookupError if either is missing
    *  (with the Python traceback), TypeError if it is not a \c @triton.jit function.
-   *  Kernels wrapped in \c @triton.autotune / \c @triton.heuristics load (their inner
-   *  JITFunction is read) but launching them throws NotSupportedError; use inner(). */
+   *  Kernels wrapped in \c @triton.autotune and \c @triton.heuristics (in any order) launch
+   *  as Python launches them: heuristics computed as Triton does (cached in C++ by the
+   *  values they read), configurations tuned by the kernel's own Autotuner on a new key and
+   *  looked up in C++ afterwards. */
   JitFunction(std::string_view module, std::string_view name)
       : JitFunction(detail::load_kernel(module, name), detail::intern_options(Options())) {}
 
@@ -153,7 +180,8 @@ class TRITON_EMBED_API JitFunction {
   const Options& options() const noexcept { return options_->options; }
 
   /*! \brief For a kernel wrapped in \c @triton.autotune or \c @triton.heuristics: a handle
-   *  to the inner JITFunction, launched with explicit meta-parameters. */
+   *  to the inner JITFunction, launched with explicit meta-parameters (no tuning, no
+   *  heuristics). */
   JitFunction inner() const { return JitFunction(detail::inner_kernel(state_), options_); }
   /*! \brief \c "autotune", \c "heuristics" or \c "" (a plain JITFunction). */
   const std::string& wrapper() const noexcept { return detail::kernel_wrapper(state_); }
@@ -168,15 +196,18 @@ class TRITON_EMBED_API JitFunction {
    *  \code
    *  add.launch({triton_embed::cdiv(n, 1024)}, stream, x, y, out, n, 1024);
    *  \endcode
-   *  Parameters with Python defaults may be left out at the end. */
+   *  Parameters with Python defaults may be left out at the end. Named arguments follow the
+   *  positional ones (see named.h):
+   *  \code
+   *  using namespace triton_embed::literals;
+   *  mm.launch(grid, stream, a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
+   *            "ACTIVATION"_a = "leaky_relu");
+   *  \endcode */
   template <class... Args>
   void launch(const Grid& grid, Stream stream, const Args&... args) const {
-    static_assert(sizeof...(Args) <= detail::kMaxArgs, "triton_embed: too many kernel arguments");
-    detail::ArgValue vals[detail::kArgSlots<Args...> + 1];
-    detail::fill_args(vals, args...);
     detail::GridSpec spec;
     spec.fixed = grid;
-    detail::launch(state_, options_, spec, stream, vals, sizeof...(Args));
+    launch_spec(spec, stream, args...);
   }
 
   /*! \brief Launches with a grid computed by \p grid_fn from the call's arguments.
@@ -189,13 +220,10 @@ class TRITON_EMBED_API JitFunction {
                                                    const Meta&>,
                              int> = 0>
   void launch(F&& grid_fn, Stream stream, const Args&... args) const {
-    static_assert(sizeof...(Args) <= detail::kMaxArgs, "triton_embed: too many kernel arguments");
-    detail::ArgValue vals[detail::kArgSlots<Args...> + 1];
-    detail::fill_args(vals, args...);
     detail::GridSpec spec;
     spec.fn = &detail::grid_thunk<F>;
     spec.ctx = static_cast<const void*>(&grid_fn);
-    detail::launch(state_, options_, spec, stream, vals, sizeof...(Args));
+    launch_spec(spec, stream, args...);
   }
 
   /*! \brief Compiles (or finds in the cache) the kernel for these arguments without
@@ -207,10 +235,59 @@ class TRITON_EMBED_API JitFunction {
    *  \endcode */
   template <class... Args>
   const CompiledKernel& compile(const Args&... args) const {
-    static_assert(sizeof...(Args) <= detail::kMaxArgs, "triton_embed: too many kernel arguments");
-    detail::ArgValue vals[detail::kArgSlots<Args...> + 1];
-    detail::fill_args(vals, args...);
-    return detail::compile(state_, options_, vals, sizeof...(Args));
+    detail::CallStorage<Args...> s(args...);
+    if constexpr (detail::CallStorage<Args...>::kNamed == 0) {
+      return detail::compile(state_, options_, s.vals, sizeof...(Args));
+    } else {
+      return detail::compile_call(state_, options_, s.call(), nullptr);
+    }
+  }
+
+  /*! \brief compile(), then load the kernel into the current CUDA context: after it, a
+   *  launch with these arguments runs no Python and loads nothing, so it can be captured in
+   *  a CUDA graph. An autotuned kernel is tuned here (on the GPU, launching on \p grid as
+   *  Triton's benchmark does) if its key is new; tuning during a stream capture raises
+   *  NotSupportedError. \p grid is a Grid or a grid callable, as for launch().
+   *  \code
+   *  mm.prepare(grid, a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn);
+   *  cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);
+   *  mm.launch(grid, stream, a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn);
+   *  \endcode */
+  template <class... Args>
+  const CompiledKernel& prepare(const Grid& grid, const Args&... args) const {
+    detail::GridSpec spec;
+    spec.fixed = grid;
+    detail::CallStorage<Args...> s(args...);
+    return detail::compile_call(state_, options_, s.call(), &spec);
+  }
+  template <class F, class... Args,
+            std::enable_if_t<std::is_invocable_r_v<Grid, const std::remove_reference_t<F>&,
+                                                   const Meta&>,
+                             int> = 0>
+  const CompiledKernel& prepare(F&& grid_fn, const Args&... args) const {
+    detail::GridSpec spec;
+    spec.fn = &detail::grid_thunk<F>;
+    spec.ctx = static_cast<const void*>(&grid_fn);
+    detail::CallStorage<Args...> s(args...);
+    return detail::compile_call(state_, options_, s.call(), &spec);
+  }
+
+  /*! \brief Compiles without launching, as Python's \c kernel.warmup(...): for a kernel
+   *  wrapped in \c @triton.autotune, every configuration left after pruning (no GPU needed
+   *  with an explicit target); otherwise the one kernel compile() gives. */
+  template <class... Args>
+  std::vector<const CompiledKernel*> warmup(const Args&... args) const {
+    detail::CallStorage<Args...> s(args...);
+    return detail::warmup_call(state_, options_, s.call());
+  }
+
+  /*! \brief For an autotuned kernel: what tuning chose for the key of these arguments
+   *  (Python's \c best_config and \c configs_timings), or nullptr when that key has not been
+   *  tuned in this process yet. Never tunes. */
+  template <class... Args>
+  const TuningResult* tuning_result(const Args&... args) const {
+    detail::CallStorage<Args...> s(args...);
+    return detail::tuning_result_call(state_, options_, s.call());
   }
 
   /*! \brief The kernel's internal state (for layers built on this library). */
@@ -221,6 +298,15 @@ class TRITON_EMBED_API JitFunction {
  private:
   JitFunction(detail::KernelState* state, const detail::InternedOptions* options)
       : state_(state), options_(options) {}
+  template <class... Args>
+  void launch_spec(const detail::GridSpec& spec, Stream stream, const Args&... args) const {
+    detail::CallStorage<Args...> s(args...);
+    if constexpr (detail::CallStorage<Args...>::kNamed == 0) {
+      detail::launch(state_, options_, spec, stream, s.vals, sizeof...(Args));
+    } else {
+      detail::launch_call(state_, options_, spec, stream, s.call());
+    }
+  }
   detail::KernelState* state_;
   const detail::InternedOptions* options_;
 };

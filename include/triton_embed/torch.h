@@ -89,7 +89,8 @@ struct TensorRef {
 
 /*! Device resolution, device guard, stream and dispatch to the GPU or the interpreter. */
 TRITON_EMBED_TORCH_API void torch_launch(const JitFunction& fn, const GridSpec& grid,
-                                         ArgValue* args, size_t nargs, const TensorRef* tensors,
+                                         ArgValue* args, size_t npos, const ArgName* names,
+                                         size_t nnamed, const TensorRef* tensors,
                                          size_t ntensors);
 
 inline void fill_tensor(const at::Tensor& t, ArgValue& out) {
@@ -148,6 +149,13 @@ struct TensorCollect {
   static constexpr size_t kCount = 0;
   static void collect(const T&, uint32_t, TensorRef*&) {}
 };
+template <class T>
+struct TensorCollect<NamedArg<T>> {
+  static constexpr size_t kCount = TensorCollect<std::decay_t<T>>::kCount;
+  static void collect(const NamedArg<T>& a, uint32_t arg, TensorRef*& out) {
+    TensorCollect<std::decay_t<T>>::collect(a.value(), arg, out);
+  }
+};
 template <>
 struct TensorCollect<at::Tensor> {
   static constexpr size_t kCount = 1;
@@ -193,12 +201,11 @@ size_t collect_tensors(TensorRef* out, std::index_sequence<I...>, const Args&...
 
 template <class... Args>
 void launch_with(const JitFunction& fn, const GridSpec& spec, const Args&... args) {
-  static_assert(sizeof...(Args) <= kMaxArgs, "triton_embed: too many kernel arguments");
-  ArgValue vals[kArgSlots<Args...> + 1];
-  fill_args(vals, args...);
+  CallStorage<Args...> s(args...);
   TensorRef tensors[kTensorSlots<Args...> + 1];
   const size_t nt = collect_tensors(tensors, std::index_sequence_for<Args...>{}, args...);
-  torch_launch(fn, spec, vals, sizeof...(Args), tensors, nt);
+  torch_launch(fn, spec, s.vals, CallStorage<Args...>::kPositional, s.names,
+               CallStorage<Args...>::kNamed, tensors, nt);
 }
 
 }  // namespace detail

@@ -14,8 +14,9 @@ namespace triton_embed::detail {
 Entry* compile_entry(KernelState& kernel, const InternedOptions& options, const Key& key,
                      uint64_t hash, const ArgValue* args, const LeafList& leaves);
 
-// Throws NotSupportedError for a kernel wrapped in @triton.autotune / @triton.heuristics.
-[[noreturn]] void throw_wrapped(const KernelState& kernel);
+// compile(), then load the kernel into the current context (JitFunction::prepare).
+const CompiledKernel& prepare_kernel(KernelState* kernel, const InternedOptions* options,
+                                     const ArgValue* args, size_t nargs);
 
 // Loads the entry's cubin into the context (once per context) and returns the CUfunction.
 void* load_function(const KernelState& kernel, Entry& entry, const cuda::ContextInfo& ctx);

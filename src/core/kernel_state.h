@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/cache.h"
+#include "core/layers.h"
 #include "triton_embed/detail/arg_value.h"
 #include "triton_embed/jit.h"
 
@@ -44,6 +46,7 @@ struct KernelState {
   KernelState* inner = nullptr;  // for wrapped kernels: the state of the inner JITFunction
 
   std::vector<ParamInfo> params;
+  std::vector<uint64_t> name_hashes;  // name_hash() of each parameter name (named arguments)
   std::vector<ParamSpec> specs;
   std::vector<ArgValue> defaults;  // one per parameter; kind kNone with has_default false
   size_t min_args = 0;             // parameters without defaults, counted from the front
@@ -56,6 +59,14 @@ struct KernelState {
   void* py_jit_function = nullptr;  // the JITFunction
   void* py_object = nullptr;        // the object the module attribute holds (maybe a wrapper)
   std::vector<void*> py_default_objects;
+
+  // Wrappers (@triton.heuristics / @triton.autotune), outermost first; empty for a plain
+  // JITFunction. A wrapped kernel launches its `inner` state after them.
+  std::vector<std::unique_ptr<Layer>> layers;
+  // Storage for values heuristics and configs produced (strings interned once).
+  std::mutex values_mu;
+  std::deque<std::string> value_strings;
+  std::deque<std::vector<ArgValue>> value_nested;
 
   Cache cache;
 };

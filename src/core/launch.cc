@@ -21,10 +21,10 @@ namespace detail {
 void throw_arg_count(const KernelState& k, size_t nargs) {
   const size_t np = k.params.size();
   if (k.min_args == np) {
-    TE_THROW(ValueError) << call_signature(k) << ": expected " << np << " argument"
+    TE_THROW(TypeError) << call_signature(k) << ": expected " << np << " argument"
                          << (np == 1 ? "" : "s") << ", got " << nargs;
   }
-  TE_THROW(ValueError) << call_signature(k) << ": expected " << k.min_args << " to " << np
+  TE_THROW(TypeError) << call_signature(k) << ": expected " << k.min_args << " to " << np
                        << " arguments (the last " << np - k.min_args
                        << " have defaults), got " << nargs;
 }
@@ -42,7 +42,6 @@ struct Bound {
 
 inline void bind(KernelState& k, const InternedOptions* options, const ArgValue* args,
                  size_t nargs, uint32_t target, Bound& b) {
-  if (TE_UNLIKELY(k.wrapper_kind != WrapperKind::kNone)) throw_wrapped(k);
   b.args = with_defaults(k, args, nargs, b.buf);
   specialize(k, b.args, b.leaves);
   build_key(k, b.leaves, b.key);
@@ -126,6 +125,13 @@ constexpr int kSharedMemoryModeAllowOversized = 3;
 void launch(KernelState* kernel, const InternedOptions* options, const GridSpec& grid,
             Stream stream, const ArgValue* args, size_t nargs) {
   KernelState& k = *kernel;
+  if (TE_UNLIKELY(!k.layers.empty())) {
+    CallArgs call;
+    call.vals = args;
+    call.npos = static_cast<uint32_t>(nargs);
+    launch_call(kernel, options, grid, stream, call);
+    return;
+  }
   const cuda::ContextInfo& ctx = cuda::current_context();
   const uint32_t forced = explicit_target_code();
   Bound b;
@@ -214,6 +220,12 @@ void launch(KernelState* kernel, const InternedOptions* options, const GridSpec&
 const CompiledKernel& compile(KernelState* kernel, const InternedOptions* options,
                               const ArgValue* args, size_t nargs) {
   KernelState& k = *kernel;
+  if (TE_UNLIKELY(!k.layers.empty())) {
+    CallArgs call;
+    call.vals = args;
+    call.npos = static_cast<uint32_t>(nargs);
+    return compile_call(kernel, options, call, nullptr);
+  }
   uint32_t target = explicit_target_code();
   if (target == 0) {
     if (!cuda::api().ok) {
@@ -227,6 +239,18 @@ const CompiledKernel& compile(KernelState* kernel, const InternedOptions* option
   Bound b;
   bind(k, options, args, nargs, target, b);
   return *find_or_compile(k, options, b)->kernel;
+}
+
+const CompiledKernel& prepare_kernel(KernelState* kernel, const InternedOptions* options,
+                                     const ArgValue* args, size_t nargs) {
+  KernelState& k = *kernel;
+  const cuda::ContextInfo& ctx = cuda::current_context();
+  const uint32_t forced = explicit_target_code();
+  Bound b;
+  bind(k, options, args, nargs, forced != 0 ? forced : target_code(ctx.arch, 32), b);
+  Entry* e = find_or_compile(k, options, b);
+  if (e->function_for(ctx.ctx) == nullptr) load_function(k, *e, ctx);
+  return *e->kernel;
 }
 
 int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const ArgValue* args,

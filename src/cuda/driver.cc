@@ -54,7 +54,8 @@ Api load() {
             resolve(lib, "cuLaunchKernelEx", a.cuLaunchKernelEx, e) &&
             resolve(lib, "cuMemAllocAsync", a.cuMemAllocAsync, e) &&
             resolve(lib, "cuMemFreeAsync", a.cuMemFreeAsync, e) &&
-            resolve(lib, "cuMemsetD8Async", a.cuMemsetD8Async, e);
+            resolve(lib, "cuMemsetD8Async", a.cuMemsetD8Async, e) &&
+            resolve(lib, "cuStreamIsCapturing", a.cuStreamIsCapturing, e);
   if (!ok) return a;
   a.cuFuncGetParamInfo = reinterpret_cast<decltype(a.cuFuncGetParamInfo)>(
       dlsym(lib, "cuFuncGetParamInfo"));  // CUDA 12.4+; used for a sanity check only

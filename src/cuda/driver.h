@@ -35,6 +35,7 @@ struct Api {
   CUresult (*cuMemAllocAsync)(CUdeviceptr*, size_t, CUstream) = nullptr;
   CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream) = nullptr;
   CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream) = nullptr;
+  CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
 };
 
 // Loads libcuda.so.1 and calls cuInit once. Never throws; check ok.

@@ -132,14 +132,6 @@ std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, 
 
 }  // namespace
 
-void throw_wrapped(const KernelState& k) {
-  TE_THROW(NotSupportedError)
-      << full_name(k) << " is wrapped in @triton." << k.wrapper << "; running "
-      << (k.wrapper == "autotune" ? "autotuned" : "heuristics") << " kernels from C++ is not "
-      << "supported yet. Launch the inner kernel with explicit meta-parameters: "
-      << "JitFunction(\"" << k.module << "\", \"" << k.name << "\").inner().launch(...)";
-}
-
 Entry* compile_entry(KernelState& k, const InternedOptions& opts, const Key& key, uint64_t h,
                      const ArgValue* args, const LeafList& leaves) {
   py::ReleaseGilIfHeld no_gil;  // never wait on our mutex holding the GIL

@@ -14,8 +14,13 @@ namespace pyb = pybind11;
 
 void interpret(KernelState* kernel, const GridSpec& grid, const ArgValue* args, size_t nargs) {
   KernelState& k = *kernel;
-  if (k.wrapper_kind != WrapperKind::kNone) throw_wrapped(k);
-  // The grid callable sees every parameter, defaults included, as in a launch; Python gets
+  if (!k.layers.empty()) {
+    CallArgs call;
+    call.vals = args;
+    call.npos = static_cast<uint32_t>(nargs);
+    interpret_call(kernel, grid, call);
+    return;
+  }  // The grid callable sees every parameter, defaults included, as in a launch; Python gets
   // the arguments as passed and fills in its defaults itself.
   ArgValue buf[kMaxArgs];
   const ArgValue* full = with_defaults(k, args, nargs, buf);

@@ -152,6 +152,7 @@ std::unique_ptr<KernelState> make_state(const std::string& module, const std::st
     } else if (!seen_default) {
       k->min_args = k->params.size() + 1;
     }
+    k->name_hashes.push_back(name_hash(info.name.data(), info.name.size()));
     k->params.push_back(std::move(info));
     k->specs.push_back(spec);
     k->defaults.push_back(def);
@@ -196,10 +197,11 @@ KernelState* load_kernel(std::string_view module_sv, std::string_view name_sv) {
       Py_INCREF(obj.ptr());
       outer->py_object = obj.ptr();
       if (!wrappers.empty()) {
-        outer->wrapper = wrappers[0].cast<std::string>();
+        outer->wrapper = pyb::reinterpret_borrow<pyb::tuple>(wrappers[0])[0].cast<std::string>();
         outer->wrapper_kind =
             outer->wrapper == "autotune" ? WrapperKind::kAutotune : WrapperKind::kHeuristics;
         inner = make_state(module, fn_name, fn, params);
+        load_layers(*outer, wrappers.ptr());
       }
     } catch (pyb::error_already_set& e) {
       const std::string type = py::exception_type(e);

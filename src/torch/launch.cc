@@ -21,7 +21,16 @@ namespace pyb = pybind11;
 
 namespace {
 
-std::string where(const JitFunction& fn, uint32_t arg) { return kernel_arg_where(fn.state(), arg); }
+// The call being launched (for error messages: a named argument's parameter index).
+thread_local const CallArgs* t_call = nullptr;
+
+std::string where(const JitFunction& fn, uint32_t arg) {
+  if (t_call != nullptr) {
+    const int p = call_param_index(fn.state(), *t_call, arg);
+    if (p >= 0) arg = static_cast<uint32_t>(p);
+  }
+  return kernel_arg_where(fn.state(), arg);
+}
 
 [[noreturn]] void throw_bad_dtype(const JitFunction& fn, const TensorRef& r) {
   throw TypeError(where(fn, r.arg) + ": a tensor of dtype " +
@@ -37,8 +46,10 @@ std::string where(const JitFunction& fn, uint32_t arg) { return kernel_arg_where
 }
 
 [[noreturn]] void throw_mixed(const JitFunction& fn, const TensorRef& a, const TensorRef& b) {
+  const int pa = t_call != nullptr ? call_param_index(fn.state(), *t_call, a.arg) : static_cast<int>(a.arg);
+  const uint32_t ia = pa >= 0 ? static_cast<uint32_t>(pa) : a.arg;
   throw ValueError(where(fn, b.arg) + ": is on " + b.tensor->device().str() + ", but argument #" +
-                   std::to_string(a.arg) + " '" + fn.params()[a.arg].name + "' is on " +
+                   std::to_string(ia) + " '" + fn.params()[ia].name + "' is on " +
                    a.tensor->device().str() +
                    "; all tensors of a launch must be on one device");
 }
@@ -101,8 +112,30 @@ void substitute(ArgValue& v, const std::vector<pyb::object>& objs, size_t& next)
   }
 }
 
+struct TensorArgs {
+  const TensorRef* tensors;
+  size_t n;
+};
+
+// CallArgs::py_arg for tensor arguments: the tensor itself (GIL held), so heuristics, hooks,
+// reset_to_zero and restore_value see what Python Triton would give them.
+void* tensor_arg(const void* ctx, uint32_t index) {
+  const auto* t = static_cast<const TensorArgs*>(ctx);
+  for (size_t i = 0; i < t->n; ++i) {
+    if (t->tensors[i].arg == index) {
+      try {
+        return to_python_tensor(*t->tensors[i].tensor).release().ptr();
+      } catch (pyb::error_already_set& e) {
+        e.restore();
+        return nullptr;
+      }
+    }
+  }
+  return nullptr;
+}
+
 void interpret_on_host(const JitFunction& fn, const GridSpec& grid, ArgValue* args, size_t nargs,
-                       const TensorRef* tensors, size_t ntensors) {
+                       const TensorRef* tensors, size_t ntensors, const CallArgs& call) {
   initialize();  // starts or joins the interpreter
   pyb::gil_scoped_acquire gil;
   std::vector<pyb::object> objs;
@@ -115,7 +148,12 @@ void interpret_on_host(const JitFunction& fn, const GridSpec& grid, ArgValue* ar
   }
   size_t next = 0;
   for (size_t i = 0; i < nargs; ++i) substitute(args[i], objs, next);
-  interpret(fn.state(), grid, args, nargs);
+  pyb::gil_scoped_release no_gil;
+  if (call.nnamed == 0) {
+    interpret(fn.state(), grid, args, nargs);
+  } else {
+    interpret_call(fn.state(), grid, call);
+  }
 }
 
 }  // namespace
@@ -126,8 +164,22 @@ void throw_bad_scalar(const c10::Scalar& s) {
                   " has no Triton type; pass a bool, integer or floating-point scalar");
 }
 
-void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, size_t nargs,
-                  const TensorRef* tensors, size_t ntensors) {
+void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, size_t npos,
+                  const ArgName* names, size_t nnamed, const TensorRef* tensors, size_t ntensors) {
+  CallArgs call;
+  call.vals = args;
+  call.npos = static_cast<uint32_t>(npos);
+  call.nnamed = static_cast<uint32_t>(nnamed);
+  call.names = names;
+  const TensorArgs targs{tensors, ntensors};
+  call.py_arg = &tensor_arg;
+  call.py_ctx = &targs;
+  const size_t nargs = npos + nnamed;
+  struct CallScope {
+    explicit CallScope(const CallArgs* c) : saved(t_call) { t_call = c; }
+    ~CallScope() { t_call = saved; }
+    const CallArgs* saved;
+  } scope(&call);
   const TensorRef* cuda = nullptr;
   const TensorRef* cpu = nullptr;
   for (size_t i = 0; i < ntensors; ++i) {
@@ -150,14 +202,18 @@ void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, s
     }
   }
   if (cpu != nullptr) {
-    interpret_on_host(fn, grid, args, nargs, tensors, ntensors);
+    interpret_on_host(fn, grid, args, nargs, tensors, ntensors, call);
     return;
   }
   const c10::DeviceIndex index =
       cuda != nullptr ? cuda->tensor->device().index() : c10::cuda::current_device();
   const c10::cuda::CUDAGuard guard(index);
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(index).stream();
-  launch(fn.state(), fn.interned_options(), grid, reinterpret_cast<Stream>(stream), args, nargs);
+  if (nnamed == 0 && fn.state() != nullptr && fn.wrapper().empty()) {
+    launch(fn.state(), fn.interned_options(), grid, reinterpret_cast<Stream>(stream), args, nargs);
+  } else {
+    launch_call(fn.state(), fn.interned_options(), grid, reinterpret_cast<Stream>(stream), call);
+  }
 }
 
 }  // namespace triton_embed::detail

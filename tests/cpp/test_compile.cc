@@ -286,32 +286,29 @@ TEST_F(Compile, BadOptions) {
   }
 }
 
-TEST_F(Compile, WrappedKernelsLoadButDoNotLaunch) {
+TEST_F(Compile, WrappedKernelsLoadWithTheirInnerKernel) {
   te::JitFunction tuned("te_compile_kernels", "autotuned_kernel");
   EXPECT_EQ(tuned.wrapper(), "autotune");
   ASSERT_EQ(tuned.params().size(), 4u);
   EXPECT_EQ(tuned.params()[3].name, "BLOCK");
   EXPECT_TRUE(tuned.params()[3].is_constexpr);
-  try {
-    tuned.compile(at<float>(0x10000), at<float>(0x20000), 64);
-    FAIL() << "expected NotSupportedError";
-  } catch (const te::NotSupportedError& e) {
-    EXPECT_STREQ(e.what(),
-                 "te_compile_kernels.autotuned_kernel is wrapped in @triton.autotune; running "
-                 "autotuned kernels from C++ is not supported yet. Launch the inner kernel with "
-                 "explicit meta-parameters: JitFunction(\"te_compile_kernels\", "
-                 "\"autotuned_kernel\").inner().launch(...)");
-  }
   // The inner JITFunction compiles with explicit meta-parameters, as Python's would.
   const auto& k = tuned.inner().compile(at<float>(0x10000), at<float>(0x20000), 64, 128);
   EXPECT_EQ(k.hash(), python_hash("te_compile_kernels", "autotuned_kernel.fn",
                                   "(P(0x10000, 'float32'), P(0x20000, 'float32'), 64, 128)"));
+  // warmup() compiles every config, as Autotuner.warmup does (no GPU needed).
+  const auto all = tuned.warmup(at<float>(0x10000), at<float>(0x20000), 64);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0]->hash(), python_hash("te_compile_kernels", "autotuned_kernel.fn",
+                                        "(P(0x10000, 'float32'), P(0x20000, 'float32'), 64, 128)"));
+  EXPECT_EQ(all[1]->hash(), python_hash("te_compile_kernels", "autotuned_kernel.fn",
+                                        "(P(0x10000, 'float32'), P(0x20000, 'float32'), 64, 256)"));
 
   te::JitFunction heur("te_compile_kernels", "heuristic_kernel");
   EXPECT_EQ(heur.wrapper(), "heuristics");
-  EXPECT_THROW(heur.compile(at<float>(0x10000), at<float>(0x20000), 64), te::NotSupportedError);
   EXPECT_EQ(heur.inner().wrapper(), "");
-  EXPECT_EQ(heur.inner().compile(at<float>(0x10000), at<float>(0x20000), 64, 128).name(), "heuristic_kernel");
+  EXPECT_EQ(heur.compile(at<float>(0x10000), at<float>(0x20000), 64).hash(),
+            heur.inner().compile(at<float>(0x10000), at<float>(0x20000), 64, 128).hash());
   try {
     te::JitFunction("pykernels.vector", "add_kernel").inner();
     FAIL() << "expected ValueError";

@@ -107,16 +107,16 @@ TEST_F(Errors, WrongArgumentCount) {
   te::JitFunction add("pykernels.vector", "add_kernel");
   try {
     add.compile(at<float>(0x1000), at<float>(0x2000));
-    FAIL() << "expected ValueError";
-  } catch (const te::ValueError& e) {
+    FAIL() << "expected TypeError";
+  } catch (const te::TypeError& e) {
     EXPECT_STREQ(e.what(), "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): expected 5 arguments, got 2");
   }
-  EXPECT_THROW(add.compile(at<float>(0x1000), at<float>(0x2000), at<float>(0x3000), 1, 2, 3), te::ValueError);
+  EXPECT_THROW(add.compile(at<float>(0x1000), at<float>(0x2000), at<float>(0x3000), 1, 2, 3), te::TypeError);
   te::JitFunction axpy("pykernels.vector", "axpy_kernel");
   try {
     axpy.compile(at<float>(0x1000), at<float>(0x2000), at<float>(0x3000), 1.0);
-    FAIL() << "expected ValueError";
-  } catch (const te::ValueError& e) {
+    FAIL() << "expected TypeError";
+  } catch (const te::TypeError& e) {
     EXPECT_STREQ(e.what(),
                  "axpy_kernel(x_ptr, y_ptr, out_ptr, alpha, n_elements, BLOCK): expected 5 to 6 "
                  "arguments (the last 1 have defaults), got 4");

@@ -12,6 +12,9 @@
 #include <cstdlib>
 #include <string>
 
+#include <cuda_runtime_api.h>
+
+#include <triton_embed/detail/testing.h>
 #include <triton_embed/ops.h>
 #include <triton_embed/torch.h>
 
@@ -246,3 +249,87 @@ TEST_P(Ops, ErrorsNameTheOpAndArgument) {
 
 INSTANTIATE_TEST_SUITE_P(Devices, Ops, ::testing::Values(at::Device(at::kCPU), at::Device(at::kCUDA)),
                          [](const auto& info) { return info.param.is_cuda() ? "cuda" : "cpu"; });
+
+// ---- wrapped kernels and named arguments through the torch layer ---------------------------
+
+namespace {
+
+using namespace triton_embed::literals;
+
+te::Grid blocks(const te::Meta& m, int64_t n) { return te::Grid(te::cdiv(n, m["BLOCK"])); }
+
+}  // namespace
+
+TEST(TorchWrapped, HeuristicsAndNamedArgumentsOnCpuTensors) {
+  static const te::JitFunction heur("te_tune_kernels", "heur_kernel");
+  const at::Tensor x = at::arange(1000, at::kFloat);
+  at::Tensor out = at::zeros_like(x);
+  const int64_t n = x.numel();
+  te::launch(heur, [&](const te::Meta& m) { return blocks(m, n); }, x, "out_ptr"_a = out, "n"_a = n);
+  EXPECT_TRUE(at::equal(out, x * 2));
+  // An autotuned kernel in the interpreter runs its first pruned config.
+  static const te::JitFunction tuned("te_tune_kernels", "tuned_kernel");
+  at::Tensor out2 = at::zeros_like(x);
+  te::launch(tuned, [&](const te::Meta& m) { return blocks(m, n); }, x, out2, n, "ACT"_a = "neg");
+  EXPECT_TRUE(at::equal(out2, x * -2));
+}
+
+TEST(TorchWrapped, AutotunedKernelsOnTheGpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  static const te::JitFunction tuned("te_tune_kernels", "tuned_kernel");
+  const at::Tensor x = at::randn({100000}, at::device(at::kCUDA).dtype(at::kFloat));
+  at::Tensor out = at::zeros_like(x);
+  const int64_t n = x.numel();
+  auto grid = [&](const te::Meta& m) { return blocks(m, n); };
+  te::launch(tuned, grid, x, out, n, "ACT"_a = "relu");
+  EXPECT_TRUE(at::equal(out, at::relu(x * 2)));
+  const te::TuningResult* r = tuned.tuning_result(x.data_ptr<float>(), out.data_ptr<float>(), n, "ACT"_a = "relu");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->key, "(100000, 'torch.float32', 'torch.float32')");
+  EXPECT_EQ(r->timings.size(), 3u);
+  // After tuning: C++ only.
+  const long before = te::detail::testing::layer_python_calls();
+  for (int i = 0; i < 100; ++i) te::launch(tuned, grid, x, out, n, "ACT"_a = "relu");
+  EXPECT_EQ(te::detail::testing::layer_python_calls(), before);
+
+  // reset_to_zero: the benchmark runs accumulate, the result does not.
+  static const te::JitFunction accum("te_tune_kernels", "atomic_accum_kernel");
+  const at::Tensor ones = at::ones({4096}, at::device(at::kCUDA).dtype(at::kInt));
+  at::Tensor acc = at::zeros({1}, ones.options());
+  te::launch(accum, [&](const te::Meta& m) { return blocks(m, 4096); }, ones, acc, int64_t{4096});
+  EXPECT_EQ(acc.item<int>(), 4096);
+  // restore_value: x += 1 applied once, whatever the benchmark ran.
+  static const te::JitFunction inplace("te_tune_kernels", "inplace_kernel");
+  at::Tensor y = at::zeros({5000}, at::device(at::kCUDA).dtype(at::kFloat));
+  te::launch(inplace, [&](const te::Meta& m) { return blocks(m, 5000); }, y, int64_t{5000});
+  EXPECT_TRUE(at::equal(y, at::ones_like(y)));
+
+  // prepare, then capture and replay in a CUDA graph.
+  at::Tensor out3 = at::zeros({70000}, x.options());
+  const at::Tensor x3 = at::randn({70000}, x.options());
+  auto grid3 = [&](const te::Meta& m) { return blocks(m, 70000); };
+  tuned.prepare(grid3, x3.data_ptr<float>(), out3.data_ptr<float>(), int64_t{70000});
+  const c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool();
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream.stream(), cudaStreamCaptureModeGlobal), cudaSuccess);
+  tuned.launch(grid3, stream.stream(), x3.data_ptr<float>(), out3.data_ptr<float>(), int64_t{70000});
+  ASSERT_EQ(cudaStreamEndCapture(stream.stream(), &graph), cudaSuccess);
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream.stream()), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream.stream()), cudaSuccess);
+  EXPECT_TRUE(at::equal(out3, x3 * 2));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  // A new key inside a capture: an error that says to prepare first.
+  ASSERT_EQ(cudaStreamBeginCapture(stream.stream(), cudaStreamCaptureModeRelaxed), cudaSuccess);
+  try {
+    tuned.launch(grid3, stream.stream(), x3.data_ptr<float>(), out3.data_ptr<float>(), int64_t{60000});
+    ADD_FAILURE() << "expected NotSupportedError";
+  } catch (const te::NotSupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("call prepare(grid, args...)"), std::string::npos) << e.what();
+  }
+  cudaGraph_t g2 = nullptr;
+  cudaStreamEndCapture(stream.stream(), &g2);
+  if (g2 != nullptr) cudaGraphDestroy(g2);
+}

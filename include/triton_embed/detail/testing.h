@@ -39,6 +39,10 @@ int dry_run(const JitFunction& fn, uint64_t* slots_out, const Args&... args) {
 /*! Number of Triton compiles this process has run through triton_embed. */
 TRITON_EMBED_API long compile_count();
 
+/*! Number of times a wrapped kernel's layers ran Python (heuristics, tuning, pruning,
+ *  config pre-hooks) in this process. */
+TRITON_EMBED_API long layer_python_calls();
+
 /*! Number of entries in a kernel's cache. */
 TRITON_EMBED_API size_t cache_size(const JitFunction& fn);
 

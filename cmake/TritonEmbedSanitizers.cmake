@@ -1,0 +1,94 @@
+# Sanitizer builds (CI runs them with `./dev.sh sanitize`).
+#
+# Input:  TRITON_EMBED_SANITIZE  "" (default: none), "address,undefined" (or either alone) or
+#                                "thread"
+# Output: -fsanitize=... -O1 -g on every target defined after the include (compile and link),
+#         and for the tests (tests/CMakeLists.txt adds them to the tests' ENVIRONMENT):
+#         TRITON_EMBED_SANITIZER_TEST_ENV    the runtime options for our executables
+#         TRITON_EMBED_SANITIZER_PYTHON_ENV  the same for a python process that loads our
+#                                            libraries: the runtime is LD_PRELOADed
+# Findings are fatal (UBSan too: -fno-sanitize-recover), so a finding fails the test. The
+# suppressions (tests/sanitizers/*.supp) are for code outside triton_embed only.
+
+set(TRITON_EMBED_SANITIZE "" CACHE STRING
+    "Sanitizers: empty (none), address,undefined or thread (tests: ./dev.sh sanitize)")
+set_property(CACHE TRITON_EMBED_SANITIZE PROPERTY STRINGS "" "address,undefined" "thread")
+set(TRITON_EMBED_SANITIZER_TEST_ENV "")
+set(TRITON_EMBED_SANITIZER_PYTHON_ENV "")
+if(TRITON_EMBED_SANITIZE STREQUAL "")
+  return()
+endif()
+
+string(REPLACE "," ";" _te_san "${TRITON_EMBED_SANITIZE}")
+list(SORT _te_san)
+list(REMOVE_DUPLICATES _te_san)
+if(NOT _te_san STREQUAL "address;undefined" AND NOT _te_san STREQUAL "address"
+   AND NOT _te_san STREQUAL "undefined" AND NOT _te_san STREQUAL "thread")
+  message(FATAL_ERROR "TRITON_EMBED_SANITIZE='${TRITON_EMBED_SANITIZE}': use address,undefined "
+                      "(or either alone) or thread")
+endif()
+if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  message(FATAL_ERROR "TRITON_EMBED_SANITIZE needs GCC or Clang, not ${CMAKE_CXX_COMPILER_ID}")
+endif()
+string(REPLACE ";" "," _te_san_flag "${_te_san}")
+
+# -O1 -g come after the build type's flags, so they win over its -O2/-O3.
+add_compile_options(-fsanitize=${_te_san_flag} -fno-sanitize-recover=all
+                    -fno-omit-frame-pointer -O1 -g)
+# A python process has no sanitizer runtime of its own: with Clang, link the shared one (the
+# one LD_PRELOADed below) rather than a static copy per executable.
+add_link_options(-fsanitize=${_te_san_flag}
+                 "$<$<CXX_COMPILER_ID:Clang>:-shared-libsan>")
+
+set(_te_supp "${PROJECT_SOURCE_DIR}/tests/sanitizers")
+# PYTHONMALLOC=malloc: every Python object is its own malloc block, which the sanitizer sees
+# (pymalloc's arenas would hide overflows and use-after-free of Python objects).
+set(_te_common "PYTHONMALLOC=malloc")
+if("thread" IN_LIST _te_san)
+  set(_te_runtime tsan)
+  # Exit code 66 is TSan's default; halt at the first report so the test fails on it.
+  set(_te_tsan "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:history_size=4"
+               ":suppressions=${_te_supp}/tsan.supp:print_suppressions=0")
+  string(CONCAT _te_tsan ${_te_tsan})
+  set(TRITON_EMBED_SANITIZER_TEST_ENV "${_te_common}" "${_te_tsan}")
+  set(TRITON_EMBED_SANITIZER_PYTHON_ENV "${_te_common}" "${_te_tsan}")
+else()
+  set(_te_runtime asan)
+  if(NOT "address" IN_LIST _te_san)
+    set(_te_runtime ubsan)
+  endif()
+  set(_te_asan "halt_on_error=1:abort_on_error=0:exitcode=1:check_initialization_order=1"
+               ":strict_init_order=1:detect_stack_use_after_return=1"
+               ":suppressions=${_te_supp}/asan.supp:print_suppressions=0")
+  string(CONCAT _te_asan ${_te_asan})
+  set(_te_ubsan "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1"
+                ":suppressions=${_te_supp}/ubsan.supp:print_suppressions=0")
+  string(CONCAT _te_ubsan ${_te_ubsan})
+  set(_te_lsan "LSAN_OPTIONS=suppressions=${_te_supp}/lsan.supp:print_suppressions=0")
+  set(TRITON_EMBED_SANITIZER_TEST_ENV
+      "${_te_common}" "ASAN_OPTIONS=${_te_asan}:detect_leaks=1" "${_te_ubsan}" "${_te_lsan}")
+  # In a python process no leak check: python itself, pytest, torch and Triton are not ours
+  # and free little at exit, and the tests' subprocesses (readelf, ptxas, the C compiler)
+  # inherit LD_PRELOAD and would report theirs. The C++ executables check leaks.
+  set(TRITON_EMBED_SANITIZER_PYTHON_ENV
+      "${_te_common}" "ASAN_OPTIONS=${_te_asan}:detect_leaks=0" "${_te_ubsan}")
+endif()
+
+# The shared runtime for LD_PRELOAD into python (our libraries must not load it late).
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  set(_te_runtime_name "lib${_te_runtime}.so")
+else()
+  set(_te_runtime_name "libclang_rt.${_te_runtime}-${CMAKE_SYSTEM_PROCESSOR}.so")
+endif()
+execute_process(COMMAND "${CMAKE_CXX_COMPILER}" -print-file-name=${_te_runtime_name}
+                OUTPUT_VARIABLE _te_runtime_path OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT IS_ABSOLUTE "${_te_runtime_path}" OR NOT EXISTS "${_te_runtime_path}")
+  message(FATAL_ERROR "TRITON_EMBED_SANITIZE: ${CMAKE_CXX_COMPILER} does not know "
+                      "${_te_runtime_name} (install its sanitizer runtime)")
+endif()
+get_filename_component(_te_runtime_path "${_te_runtime_path}" REALPATH)
+if(NOT _te_runtime STREQUAL "ubsan")
+  list(APPEND TRITON_EMBED_SANITIZER_PYTHON_ENV "LD_PRELOAD=${_te_runtime_path}")
+endif()
+message(STATUS "triton_embed: sanitizers ${_te_san_flag} (-O1 -g; python tests preload "
+               "${_te_runtime_path})")

@@ -1,0 +1,385 @@
+// Calls with named arguments and calls of wrapped kernels (@triton.heuristics,
+// @triton.autotune). On a memo hit this is C++ only: bind the call into a frame, apply each
+// layer from its memo, fill the defaults, launch the inner kernel as any other.
+
+#include "core/layers.h"
+
+#include <cstring>
+#include <string>
+
+#include "core/arg_format.h"
+#include "core/bind.h"
+#include "core/compile.h"
+#include "core/errors.h"
+#include "core/kernel_state.h"
+#include "cuda/driver.h"
+
+namespace triton_embed::detail {
+
+namespace {
+
+// ---- binding ----------------------------------------------------------------------------
+
+int find_param(const KernelState& k, const ArgName& name) noexcept {
+  const size_t np = k.params.size();
+  for (size_t i = 0; i < np; ++i) {
+    if (k.name_hashes[i] == name.hash && k.params[i].name.size() == name.size &&
+        std::memcmp(k.params[i].name.data(), name.data, name.size) == 0) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+[[noreturn]] void throw_unknown_name(const KernelState& k, const ArgName& name) {
+  const std::string n(name.view());
+  static const char* const kOptions[] = {"num_warps", "num_stages", "num_ctas", "maxnreg",
+                                         "debug", "launch_pdl", "launch_cooperative_grid"};
+  for (const char* o : kOptions) {
+    if (n == o) {
+      TE_THROW(TypeError) << call_signature(k) << ": got an unexpected named argument '" << n
+                          << "': it is a Triton option, not a parameter; set it with "
+                             "with_options(triton_embed::Options()." << n << "(...))";
+    }
+  }
+  TE_THROW(TypeError) << call_signature(k) << ": got an unexpected named argument '" << n
+                      << "'; the parameters are the names in the signature";
+}
+
+[[noreturn]] void throw_twice(const KernelState& k, int p, bool positional) {
+  TE_THROW(TypeError) << call_signature(k) << ": got multiple values for argument '"
+                      << k.params[p].name << "' (#" << p << "): "
+                      << (positional ? "by position and by name" : "named twice");
+}
+
+[[noreturn]] void throw_missing(const KernelState& k, const Frame& f) {
+  std::string names;
+  size_t n = 0;
+  for (uint32_t p = 0; p < f.np; ++p) {
+    if (f.given[p] == kAbsent && !k.params[p].has_default) ++n;
+  }
+  size_t i = 0;
+  for (uint32_t p = 0; p < f.np; ++p) {
+    if (f.given[p] != kAbsent || k.params[p].has_default) continue;
+    if (i != 0) names += (i + 1 == n) ? " and " : ", ";
+    names += "'" + k.params[p].name + "'";
+    ++i;
+  }
+  TE_THROW(TypeError) << call_signature(k) << ": missing " << n << " required argument"
+                      << (n == 1 ? "" : "s") << ": " << names;
+}
+
+// ---- memo keys --------------------------------------------------------------------------
+
+enum : uint64_t {
+  kTagAbsent = 1, kTagNone, kTagBool, kTagInt, kTagFloat, kTagPointer, kTagStr, kTagDType,
+  kTagScalar, kTagConstexpr, kTagTuple, kTagJit,
+};
+
+void encode_value(const ArgValue& v, MemoKey& key) {
+  switch (v.kind) {
+    case ArgKind::kNone: key.push(kTagNone); return;
+    case ArgKind::kBool: key.push(kTagBool | static_cast<uint64_t>(v.i) << 8); return;
+    case ArgKind::kInt:
+      key.push(kTagInt | static_cast<uint64_t>(v.big) << 8);
+      key.push(v.u);
+      return;
+    case ArgKind::kFloat: {
+      uint64_t bits;
+      std::memcpy(&bits, &v.f, sizeof(bits));
+      key.push(kTagFloat);
+      key.push(bits);
+      return;
+    }
+    case ArgKind::kPointer: key.push(kTagPointer); return;
+    case ArgKind::kStr: {
+      key.push(kTagStr | static_cast<uint64_t>(v.count) << 8);
+      for (uint32_t i = 0; i < v.count; i += 8) {
+        uint64_t w = 0;
+        std::memcpy(&w, v.s + i, v.count - i < 8 ? v.count - i : 8);
+        key.push(w);
+      }
+      return;
+    }
+    case ArgKind::kDType: key.push(kTagDType | static_cast<uint64_t>(v.dtype) << 8); return;
+    case ArgKind::kScalar:
+      key.push(kTagScalar | static_cast<uint64_t>(v.dtype) << 8 | static_cast<uint64_t>(v.big) << 16);
+      key.push(v.u);
+      return;
+    case ArgKind::kConstexpr:
+      key.push(kTagConstexpr);
+      encode_value(*v.elems, key);
+      return;
+    case ArgKind::kTuple:
+      key.push(kTagTuple | static_cast<uint64_t>(v.count) << 8);
+      for (uint32_t i = 0; i < v.count; ++i) encode_value(v.elems[i], key);
+      return;
+    case ArgKind::kJitFunction:
+      key.push(kTagJit);
+      key.push(reinterpret_cast<uintptr_t>(v.ptr));
+      return;
+    case ArgKind::kPyObject:
+      key.overflow = true;  // an arbitrary Python object: not keyed, Python decides each time
+      return;
+  }
+}
+
+}  // namespace
+
+void heuristic_memo_key(const HeuristicPlan& plan, const Frame& f, MemoKey& key) {
+  for (const Dep& d : plan.deps) {
+    const uint32_t p = d.param;
+    if (f.given[p] == kAbsent) {
+      key.push(kTagAbsent);
+      continue;
+    }
+    const ArgValue& v = f.vals[p];
+    switch (d.aspect) {
+      case Aspect::kValue:
+        encode_value(v, key);
+        break;
+      case Aspect::kDType:
+        key.push(v.kind == ArgKind::kPointer ? 0x100u | static_cast<uint64_t>(v.dtype) : 0);
+        break;
+      case Aspect::kAddress:
+        key.push(v.kind == ArgKind::kPointer ? v.u : ~0ull);
+        break;
+    }
+  }
+}
+
+namespace {
+
+// Autotuner.run's key: the values of the key arguments that were given, then the dtype of
+// every given argument that has one, in Python's order (positional, then by name). A
+// one-config autotuner has no key: only the handle's options.
+void tuning_key(const TuneLayer& t, const Frame& f, MemoKey& key) {
+  key.push(f.options->id);
+  if (t.num_configs == 1) return;
+  for (int p : t.key_params) {
+    if (p < 0 || f.given[p] == kAbsent) {
+      key.push(kTagAbsent);
+    } else if (f.vals[p].kind == ArgKind::kPointer) {
+      key.overflow = true;  // a tensor in the key: Python compares the objects themselves
+    } else {
+      encode_value(f.vals[p], key);
+    }
+  }
+  auto dtype_of = [&](uint32_t p) {
+    if (f.vals[p].kind == ArgKind::kPointer) key.push(0x100u | static_cast<uint64_t>(f.vals[p].dtype));
+  };
+  for (uint32_t p = 0; p < f.npos; ++p) dtype_of(p);
+  for (uint32_t i = 0; i < f.nkw; ++i) dtype_of(f.kw[i]);
+}
+
+// ---- layers -----------------------------------------------------------------------------
+
+struct Walk {
+  KernelState& outer;
+  KernelState& inner;
+  // Results.
+  const CompiledKernel* compiled = nullptr;
+  std::vector<const CompiledKernel*>* all = nullptr;
+  const TuningResult* result = nullptr;
+  bool found_tuner = false;
+};
+
+ArgValue heuristic_value(KernelState& k, Heuristic& h, const Frame& f) {
+  if (const HeuristicPlan* plan = h.plan.load(std::memory_order_acquire)) {
+    MemoKey key;
+    heuristic_memo_key(*plan, f, key);
+    if (TE_LIKELY(!key.overflow)) {
+      uint64_t v[2];
+      if (plan->memo.find(key, key.hash(), v)) {
+        ArgValue out;
+        std::memcpy(static_cast<void*>(&out), v, sizeof(out));
+        return out;
+      }
+    }
+  }
+  return eval_heuristic(k, h, f);
+}
+
+void apply_choice(const KernelState& k, const Choice& c, Frame& f) {
+  for (const auto& [p, v] : c.kwargs) {
+    if (TE_UNLIKELY(f.given[p] != kAbsent)) {
+      TE_THROW(ValueError) << call_signature(k) << ": Conflicting meta-parameters: "
+                           << k.params[p].name
+                           << ". Make sure that you don't re-define auto-tuned symbols.";
+    }
+    f.set_keyword(p, v, -1);
+  }
+  f.options = c.options;
+}
+
+const Choice* find_choice(KernelState& k, TuneLayer& t, const Frame& f, bool tune_on_miss) {
+  MemoKey key;
+  tuning_key(t, f, key);
+  const uint64_t h = key.hash();
+  if (TE_LIKELY(!key.overflow)) {
+    uint64_t v[2];
+    if (t.memo.find(key, h, v)) return reinterpret_cast<const Choice*>(static_cast<uintptr_t>(v[0]));
+  }
+  if (!tune_on_miss) return nullptr;
+  return tune(k, t, f, key, h);
+}
+
+void walk(Walk& w, size_t li, Frame& f);
+
+void finish(Walk& w, Frame& f) {
+  // The inner JITFunction: defaults for what was not given, then the plain paths.
+  const KernelState& k = w.outer;
+  for (uint32_t p = 0; p < f.np; ++p) {
+    if (f.given[p] != kAbsent) continue;
+    if (TE_UNLIKELY(!k.params[p].has_default)) throw_missing(k, f);
+    f.vals[p] = k.defaults[p];
+  }
+  switch (f.mode) {
+    case FrameMode::kLaunch:
+      launch(&w.inner, f.options, *f.grid, f.stream, f.vals, f.np);
+      return;
+    case FrameMode::kCompile:
+      w.compiled = &compile(&w.inner, f.options, f.vals, f.np);
+      return;
+    case FrameMode::kPrepare:
+      w.compiled = &prepare_kernel(&w.inner, f.options, f.vals, f.np);
+      return;
+    case FrameMode::kWarmup:
+      w.all->push_back(&compile(&w.inner, f.options, f.vals, f.np));
+      return;
+    case FrameMode::kInterpret:
+      interpret(&w.inner, *f.grid, f.vals, f.np);
+      return;
+    case FrameMode::kQuery:
+      return;
+  }
+}
+
+void walk(Walk& w, size_t li, Frame& f) {
+  KernelState& k = w.outer;
+  if (li == k.layers.size()) {
+    finish(w, f);
+    return;
+  }
+  Layer& layer = *k.layers[li];
+  if (layer.kind == Layer::Kind::kHeuristics) {
+    // Heuristics.run: kwargs[v] = heur({**dict(zip(arg_names, args)), **kwargs}), in order.
+    for (auto& h : layer.heuristics) {
+      const ArgValue v = heuristic_value(k, *h, f);
+      if (TE_UNLIKELY(f.given[h->param] == kPositional)) throw_twice(k, static_cast<int>(h->param), true);
+      f.set_keyword(h->param, v, -1);
+    }
+    walk(w, li + 1, f);
+    return;
+  }
+  TuneLayer& t = *layer.tune;
+  w.found_tuner = true;
+  switch (f.mode) {
+    case FrameMode::kWarmup:
+    case FrameMode::kInterpret: {
+      // Autotuner.warmup compiles every pruned config; the interpreter (for correctness, not
+      // speed) runs the first one without benchmarking.
+      std::vector<const Choice*> choices = pruned_choices(k, t, f);
+      if (f.mode == FrameMode::kInterpret) choices.resize(1);
+      for (const Choice* c : choices) {
+        Frame g = f;
+        apply_choice(k, *c, g);
+        walk(w, li + 1, g);
+      }
+      return;
+    }
+    case FrameMode::kQuery: {
+      const Choice* c = find_choice(k, t, f, false);
+      w.result = c == nullptr ? nullptr : &c->result;
+      return;
+    }
+    default:
+      break;
+  }
+  const Choice* c = find_choice(k, t, f, true);
+  apply_choice(k, *c, f);
+  if (c->pre_hook && f.mode == FrameMode::kLaunch) run_config_pre_hook(k, t, *c, f);
+  walk(w, li + 1, f);
+}
+
+void start(KernelState* kernel, const InternedOptions* options, const CallArgs& call,
+           FrameMode mode, const GridSpec* grid, Stream stream, Walk& w) {
+  Frame f;
+  f.options = options;
+  f.mode = mode;
+  f.grid = grid;
+  f.stream = stream;
+  bind_frame(*kernel, call, f);
+  walk(w, 0, f);
+}
+
+KernelState& inner_of(KernelState* k) { return k->inner != nullptr ? *k->inner : *k; }
+
+}  // namespace
+
+void bind_frame(const KernelState& k, const CallArgs& call, Frame& f) {
+  const uint32_t np = static_cast<uint32_t>(k.params.size());
+  f.np = np;
+  f.npos = call.npos;
+  f.nkw = 0;
+  f.call = &call;
+  if (TE_UNLIKELY(call.npos > np)) throw_arg_count(k, call.npos);
+  std::memset(f.given, kAbsent, np);
+  for (uint32_t i = 0; i < call.npos; ++i) {
+    f.vals[i] = call.vals[i];
+    f.given[i] = kPositional;
+    f.call_index[i] = static_cast<int16_t>(i);
+  }
+  for (uint32_t j = 0; j < call.nnamed; ++j) {
+    const int p = find_param(k, call.names[j]);
+    if (TE_UNLIKELY(p < 0)) throw_unknown_name(k, call.names[j]);
+    if (TE_UNLIKELY(f.given[p] != kAbsent)) throw_twice(k, p, f.given[p] == kPositional);
+    f.set_keyword(static_cast<uint32_t>(p), call.vals[call.npos + j],
+                  static_cast<int16_t>(call.npos + j));
+  }
+}
+
+int call_param_index(const KernelState* kernel, const CallArgs& call, uint32_t index) noexcept {
+  if (index < call.npos) return static_cast<int>(index);
+  if (index - call.npos >= call.nnamed) return -1;
+  return find_param(*kernel, call.names[index - call.npos]);
+}
+
+void launch_call(KernelState* kernel, const InternedOptions* options, const GridSpec& grid,
+                 Stream stream, const CallArgs& call) {
+  Walk w{*kernel, inner_of(kernel)};
+  start(kernel, options, call, FrameMode::kLaunch, &grid, stream, w);
+}
+
+const CompiledKernel& compile_call(KernelState* kernel, const InternedOptions* options,
+                                   const CallArgs& call, const GridSpec* prepare_grid) {
+  Walk w{*kernel, inner_of(kernel)};
+  start(kernel, options, call, prepare_grid != nullptr ? FrameMode::kPrepare : FrameMode::kCompile,
+        prepare_grid, nullptr, w);
+  return *w.compiled;
+}
+
+std::vector<const CompiledKernel*> warmup_call(KernelState* kernel, const InternedOptions* options,
+                                               const CallArgs& call) {
+  std::vector<const CompiledKernel*> all;
+  Walk w{*kernel, inner_of(kernel)};
+  w.all = &all;
+  start(kernel, options, call, FrameMode::kWarmup, nullptr, nullptr, w);
+  return all;
+}
+
+const TuningResult* tuning_result_call(KernelState* kernel, const InternedOptions* options,
+                                       const CallArgs& call) {
+  Walk w{*kernel, inner_of(kernel)};
+  start(kernel, options, call, FrameMode::kQuery, nullptr, nullptr, w);
+  TE_CHECK(w.found_tuner, ValueError)
+      << full_name(*kernel) << " is not wrapped in @triton.autotune; it has no tuning result";
+  return w.result;
+}
+
+void interpret_call(KernelState* kernel, const GridSpec& grid, const CallArgs& call) {
+  Walk w{*kernel, inner_of(kernel)};
+  start(kernel, nullptr, call, FrameMode::kInterpret, &grid, nullptr, w);
+}
+
+}  // namespace triton_embed::detail

@@ -1,0 +1,150 @@
+#pragma once
+
+// Kernels wrapped in @triton.heuristics and @triton.autotune: the wrappers as layers over the
+// inner JITFunction, applied outermost first as Triton's run() methods nest.
+//
+// A call is bound into a Frame (the arguments given so far, by parameter, and which were
+// given by name, in order, as Python's kwargs). A heuristics layer sets its meta-parameters
+// from a memo keyed on exactly what each heuristic read when Python last ran it; an autotune
+// layer looks the tuning key up in a memo of the configurations tuned so far. Only misses
+// run Python (src/python/layers.cc). The inner kernel then launches as any other.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/memo.h"
+#include "triton_embed/autotune.h"
+#include "triton_embed/detail/arg_value.h"
+#include "triton_embed/detail/call.h"
+#include "triton_embed/grid.h"
+#include "triton_embed/jit.h"
+
+namespace triton_embed::detail {
+
+struct KernelState;
+
+// What a heuristic read of an argument (the memo key holds exactly these).
+enum class Aspect : uint8_t {
+  kValue = 0,    // the key's presence and the whole value (pointers: present, and a pointer)
+  kDType = 1,    // a pointer's element type
+  kAddress = 2,  // a pointer's address
+};
+
+struct Dep {
+  uint32_t param;
+  Aspect aspect;
+  bool operator==(const Dep& o) const noexcept { return param == o.param && aspect == o.aspect; }
+};
+
+// The dependencies a heuristic has shown so far and the memo keyed on them. Immutable once
+// published, except for the memo; replaced (never freed) when a call reads something new.
+struct HeuristicPlan {
+  std::vector<Dep> deps;
+  MemoTable memo;
+};
+
+struct Heuristic {
+  uint32_t param = 0;  // the meta-parameter it sets
+  std::string name;
+  void* py_fn = nullptr;
+  std::atomic<HeuristicPlan*> plan{nullptr};  // nullptr until it ran once, or when not memoisable
+  std::mutex mu;  // guards plans and memo inserts
+  std::vector<std::unique_ptr<HeuristicPlan>> plans;
+  bool never_memo = false;  // it read something no key can hold (a whole tensor, every argument)
+};
+
+// A tuned configuration, ready to apply.
+struct Choice {
+  std::vector<std::pair<uint32_t, ArgValue>> kwargs;  // meta-parameters it sets
+  const InternedOptions* options = nullptr;            // the handle's options plus the config's
+  void* py_config = nullptr;                           // the triton.Config (for its pre_hook)
+  bool pre_hook = false;
+  TuningResult result;
+};
+
+struct PendingTune {
+  MemoKey key;
+  uint64_t hash = 0;
+  bool done = false;
+  const Choice* choice = nullptr;
+  std::exception_ptr error;
+  std::condition_variable cv;
+};
+
+struct TuneLayer {
+  void* py_tuner = nullptr;
+  std::vector<int> key_params;  // Autotuner.keys as parameter indices (-1: not a parameter)
+  size_t num_configs = 0;
+  MemoTable memo{1024};            // tuning key -> Choice*
+  std::mutex mu;                   // guards choices, pending and memo inserts
+  std::vector<std::unique_ptr<Choice>> choices;
+  std::vector<std::shared_ptr<PendingTune>> pending;
+  // Choices for pruned configs (warmup, interpreter), by (config, options id).
+  std::vector<std::tuple<void*, uint32_t, std::unique_ptr<Choice>>> config_choices;
+};
+
+struct Layer {
+  enum class Kind : uint8_t { kHeuristics, kAutotune } kind = Kind::kHeuristics;
+  void* py_object = nullptr;
+  std::vector<std::unique_ptr<Heuristic>> heuristics;
+  std::unique_ptr<TuneLayer> tune;
+};
+
+// What a call through the layers is for.
+enum class FrameMode : uint8_t { kLaunch, kCompile, kPrepare, kWarmup, kInterpret, kQuery };
+
+// Given-state of a parameter in a Frame.
+constexpr uint8_t kAbsent = 0, kPositional = 1, kKeyword = 2;
+
+// The arguments of a call as they pass through the layers.
+struct Frame {
+  ArgValue vals[kMaxArgs];
+  uint8_t given[kMaxArgs];
+  int16_t call_index[kMaxArgs];  // index in the call, or -1 when a layer set it
+  uint8_t kw[kMaxArgs];          // parameters given by name, in order (Python's kwargs)
+  uint32_t nkw = 0;
+  uint32_t npos = 0;
+  uint32_t np = 0;
+  const InternedOptions* options = nullptr;
+  const CallArgs* call = nullptr;
+  FrameMode mode = FrameMode::kLaunch;
+  const GridSpec* grid = nullptr;
+  Stream stream = nullptr;
+
+  void set_keyword(uint32_t p, const ArgValue& v, int16_t from_call) noexcept {
+    if (given[p] != kKeyword) kw[nkw++] = static_cast<uint8_t>(p);
+    given[p] = kKeyword;
+    vals[p] = v;
+    call_index[p] = from_call;
+  }
+};
+
+// ---- slow paths (Python; src/python/layers.cc) ----------------------------------------
+
+// Reads the wrappers of a kernel (outermost first) into layers. GIL held.
+void load_layers(KernelState& outer, void* wrappers_list);
+// Runs heuristic `h` in Python on the frame; memoises the result when it can.
+ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f);
+// Tunes the frame's key with the kernel's Autotuner (or finds what Python has); memoises it.
+const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key, uint64_t hash);
+// The configurations left after pruning (Autotuner.warmup), as choices.
+std::vector<const Choice*> pruned_choices(KernelState& k, TuneLayer& t, const Frame& f);
+// Calls the chosen config's pre_hook as Autotuner.run does.
+void run_config_pre_hook(KernelState& k, const TuneLayer& t, const Choice& c, const Frame& f);
+
+// ---- the layered call (src/core/layers.cc) ---------------------------------------------
+
+// The memo key of a heuristic: exactly what its plan says it read.
+void heuristic_memo_key(const HeuristicPlan& plan, const Frame& f, MemoKey& key);
+
+// Binds a call into a frame (positional, then named; Python's binder errors as TypeError).
+void bind_frame(const KernelState& k, const CallArgs& call, Frame& f);
+
+}  // namespace triton_embed::detail

@@ -1,0 +1,643 @@
+// The slow paths of wrapped kernels: reading the wrappers, running a heuristic in Python and
+// memoising what it read, tuning a new key with the kernel's own Triton Autotuner, pruning
+// for warmup, config pre-hooks. Everything here holds the GIL while it touches Python and
+// never waits on one of our mutexes holding it.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/arg_format.h"
+#include "core/errors.h"
+#include "core/kernel_state.h"
+#include "core/layers.h"
+#include "cuda/driver.h"
+#include "python/convert.h"
+#include "python/interpreter.h"
+#include "triton_embed/detail/testing.h"
+
+namespace triton_embed {
+
+namespace detail {
+namespace {
+
+namespace pyb = pybind11;
+
+std::atomic<long> g_python_calls{0};
+
+std::mutex& callback_mu() {
+  static std::mutex* m = new std::mutex();
+  return *m;
+}
+std::function<void(const TuningProgress&)>& callback() {
+  static auto* f = new std::function<void(const TuningProgress&)>();
+  return *f;
+}
+
+// Tuning runs one at a time per device, so configurations are timed on an idle GPU.
+std::mutex& device_tuning_mutex(int device) {
+  static std::mutex* mus = new std::mutex[64];
+  return mus[static_cast<unsigned>(device) % 64];
+}
+
+int find_param_by_name(const KernelState& k, const std::string& name) {
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    if (k.params[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// A Python value as an ArgValue whose storage the kernel keeps (strings interned once).
+// False when it has no plain form (the caller keeps the object itself).
+bool value_from_python(KernelState& k, pyb::handle obj, ArgValue& v) {
+  v = ArgValue{};
+  PyObject* o = obj.ptr();
+  if (obj.is_none()) {
+    v.kind = ArgKind::kNone;
+    return true;
+  }
+  if (PyBool_Check(o)) {
+    v.kind = ArgKind::kBool;
+    v.i = o == Py_True ? 1 : 0;
+    return true;
+  }
+  if (PyLong_Check(o)) {
+    int overflow = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow == 0 && !PyErr_Occurred()) {
+      v.kind = ArgKind::kInt;
+      v.i = x;
+      return true;
+    }
+    PyErr_Clear();
+    if (overflow > 0) {
+      const unsigned long long u = PyLong_AsUnsignedLongLong(o);
+      if (!PyErr_Occurred()) {
+        v.kind = ArgKind::kInt;
+        v.big = 1;
+        v.u = u;
+        return true;
+      }
+      PyErr_Clear();
+    }
+    return false;
+  }
+  if (PyFloat_Check(o)) {
+    v.kind = ArgKind::kFloat;
+    v.f = PyFloat_AsDouble(o);
+    return true;
+  }
+  if (PyUnicode_Check(o)) {
+    const std::string s = obj.cast<std::string>();
+    std::lock_guard<std::mutex> lock(k.values_mu);
+    const std::string* stored = nullptr;
+    for (const std::string& e : k.value_strings) {
+      if (e == s) stored = &e;
+    }
+    if (stored == nullptr) {
+      k.value_strings.push_back(s);
+      stored = &k.value_strings.back();
+    }
+    v.kind = ArgKind::kStr;
+    v.s = stored->data();
+    v.count = static_cast<uint32_t>(stored->size());
+    return true;
+  }
+  if (PyTuple_Check(o)) {
+    const auto n = static_cast<size_t>(PyTuple_GET_SIZE(o));
+    std::vector<ArgValue> elems(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (!value_from_python(k, PyTuple_GET_ITEM(o, i), elems[i])) return false;
+    }
+    std::lock_guard<std::mutex> lock(k.values_mu);
+    k.value_nested.push_back(std::move(elems));
+    v.kind = ArgKind::kTuple;
+    v.count = static_cast<uint32_t>(n);
+    v.elems = k.value_nested.back().data();
+    return true;
+  }
+  pyb::module_ tl = pyb::module_::import("triton.language");
+  if (pyb::isinstance(obj, tl.attr("constexpr"))) {
+    ArgValue inner;
+    if (!value_from_python(k, obj.attr("value"), inner)) return false;
+    std::lock_guard<std::mutex> lock(k.values_mu);
+    k.value_nested.push_back({inner});
+    v.kind = ArgKind::kConstexpr;
+    v.elems = k.value_nested.back().data();
+    return true;
+  }
+  if (pyb::isinstance(obj, tl.attr("dtype"))) {
+    const DType t = dtype_from_name(pyb::str(obj).cast<std::string>());
+    if (t != DType::invalid && pyb::object(tl.attr(std::string(dtype_tl_name(t)).c_str())).is(obj)) {
+      v.kind = ArgKind::kDType;
+      v.dtype = t;
+      return true;
+    }
+  }
+  return false;
+}
+
+// A Python value that must be kept as an object (a strong reference the kernel owns).
+ArgValue keep_object(KernelState& k, pyb::handle obj) {
+  ArgValue v{};
+  Py_INCREF(obj.ptr());
+  {
+    std::lock_guard<std::mutex> lock(k.values_mu);
+    k.py_default_objects.push_back(obj.ptr());
+  }
+  v.kind = ArgKind::kPyObject;
+  v.ptr = obj.ptr();
+  return v;
+}
+
+pyb::object option_value(const OptionValue& v) {
+  switch (v.kind()) {
+    case OptionValue::Kind::kBool: return pyb::bool_(v.as_bool());
+    case OptionValue::Kind::kInt: return pyb::int_(v.as_int());
+    case OptionValue::Kind::kFloat: return pyb::float_(v.as_float());
+    case OptionValue::Kind::kString: return pyb::str(v.as_string());
+  }
+  return pyb::none();
+}
+
+// One argument of the frame as Python sees it: the object a layer (the torch layer) hands
+// over, else raw pointers as DevicePointers and plain values converted.
+pyb::object arg_object(const KernelState& k, const Frame& f, uint32_t p) {
+  const ArgValue& v = f.vals[p];
+  const int ci = f.call_index[p];
+  if (ci >= 0 && f.call != nullptr && f.call->py_arg != nullptr) {
+    if (void* o = f.call->py_arg(f.call->py_ctx, static_cast<uint32_t>(ci))) {
+      return pyb::reinterpret_steal<pyb::object>(static_cast<PyObject*>(o));
+    }
+    if (PyErr_Occurred()) throw pyb::error_already_set();
+  }
+  if (v.kind == ArgKind::kPointer) {
+    pyb::handle glue = py::glue();
+    return glue.attr("DevicePointer")(pyb::int_(v.u),
+                                      glue.attr("torch_dtype")(std::string(dtype_name(v.dtype))),
+                                      k.params[p].name);
+  }
+  return py::to_python(v);
+}
+
+// Python's (args, kwargs) for the frame: positional values, then named ones in order.
+std::pair<pyb::tuple, pyb::dict> frame_args(const KernelState& k, const Frame& f) {
+  pyb::tuple args(f.npos);
+  for (uint32_t p = 0; p < f.npos; ++p) args[p] = arg_object(k, f, p);
+  pyb::dict kwargs;
+  for (uint32_t i = 0; i < f.nkw; ++i) {
+    kwargs[pyb::str(k.params[f.kw[i]].name)] = arg_object(k, f, f.kw[i]);
+  }
+  return {args, kwargs};
+}
+
+[[noreturn]] void throw_python(const KernelState& k, const char* what, pyb::error_already_set& e) {
+  const std::string type = py::exception_type(e);
+  if (type == "RawPointerAttribute") {
+    TE_THROW(NotSupportedError) << full_name(k) << ": " << what << ": "
+                                << pyb::str(e.value()).cast<std::string>();
+  }
+  TE_THROW(PythonError) << full_name(k) << ": " << what << " raised\n" << py::format_exception(e);
+}
+
+TunedConfig tuned_config(pyb::handle info) {
+  pyb::tuple t = pyb::reinterpret_borrow<pyb::tuple>(info);
+  TunedConfig c;
+  c.str = t[0].cast<std::string>();
+  for (pyb::handle kv : pyb::reinterpret_borrow<pyb::list>(t[1])) {
+    pyb::tuple e = pyb::reinterpret_borrow<pyb::tuple>(kv);
+    c.kwargs.emplace_back(e[0].cast<std::string>(), e[2].cast<std::string>());
+  }
+  c.num_warps = t[2].cast<int>();
+  c.num_stages = t[3].cast<int>();
+  c.num_ctas = t[4].cast<int>();
+  c.maxnreg = t[5].cast<int>();
+  c.has_pre_hook = t[7].cast<bool>();
+  return c;
+}
+
+// A Choice for `config` (GIL held): its meta-parameters, and the handle's options plus its own.
+std::unique_ptr<Choice> make_choice(KernelState& k, pyb::handle config, const InternedOptions* base) {
+  pyb::tuple info = py::glue().attr("config_info")(config);
+  auto c = std::make_unique<Choice>();
+  for (pyb::handle kv : pyb::reinterpret_borrow<pyb::list>(info[1])) {
+    pyb::tuple e = pyb::reinterpret_borrow<pyb::tuple>(kv);
+    const std::string name = e[0].cast<std::string>();
+    const int p = find_param_by_name(k, name);
+    TE_CHECK(p >= 0, TypeError) << full_name(k) << ": the autotune config {" << info[0].cast<std::string>()
+                                << "} sets '" << name << "', which is not a parameter of "
+                                << call_signature(k);
+    ArgValue v;
+    if (!value_from_python(k, e[1], v)) v = keep_object(k, e[1]);
+    c->kwargs.emplace_back(static_cast<uint32_t>(p), v);
+  }
+  Options opts = base != nullptr ? base->options : Options();
+  auto add = [&](const char* name, int value, bool present) {
+    if (!present) return;
+    for (const auto& [n, v] : opts.entries()) {
+      TE_CHECK(n != name, TypeError)
+          << full_name(k) << ": got multiple values for keyword argument '" << name
+          << "': the handle's options set it and the autotune config sets it; drop it from "
+             "with_options()";
+    }
+    opts.set(name, value);
+  };
+  add("num_warps", info[2].cast<int>(), true);
+  add("num_ctas", info[4].cast<int>(), true);
+  add("num_stages", info[3].cast<int>(), true);
+  add("maxnreg", info[5].cast<int>(), info[5].cast<int>() != 0);
+  if (!info[6].is_none()) opts.set("ir_override", OptionValue(info[6].cast<std::string>()));
+  c->options = intern_options(opts);
+  Py_INCREF(config.ptr());
+  {
+    std::lock_guard<std::mutex> lock(k.values_mu);
+    k.py_default_objects.push_back(config.ptr());
+  }
+  c->py_config = config.ptr();
+  c->pre_hook = info[7].cast<bool>();
+  c->result.best = tuned_config(info);
+  return c;
+}
+
+// Python grid for the benchmark launches: the C++ grid (fixed or callable) on Triton's
+// bound arguments.
+pyb::object python_grid(KernelState& k, const Frame& f) {
+  if (f.grid == nullptr) {
+    return pyb::cpp_function([name = full_name(k)](pyb::handle) -> pyb::tuple {
+      throw NotSupportedError(name + ": tuning launches the kernel, which needs a grid: call "
+                              "prepare(grid, args...) or launch on the GPU to tune");
+    });
+  }
+  if (f.grid->fn == nullptr) {
+    return pyb::make_tuple(f.grid->fixed.x, f.grid->fixed.y, f.grid->fixed.z);
+  }
+  const GridSpec spec = *f.grid;
+  KernelState* kp = &k;
+  return pyb::cpp_function([spec, kp](pyb::dict meta) -> pyb::tuple {
+    KernelState& kk = *kp;
+    ArgValue vals[kMaxArgs];
+    for (size_t p = 0; p < kk.params.size(); ++p) {
+      ArgValue v{};
+      v.kind = ArgKind::kNone;
+      pyb::str name(kk.params[p].name);
+      if (meta.contains(name)) {
+        pyb::object o = meta[name];
+        if (!value_from_python(kk, o, v)) {
+          if (pyb::hasattr(o, "data_ptr")) {
+            v.kind = ArgKind::kPointer;
+            v.u = o.attr("data_ptr")().cast<uint64_t>();
+          } else {
+            v = ArgValue{};
+            v.kind = ArgKind::kNone;
+          }
+        }
+      }
+      vals[p] = v;
+    }
+    const Grid g = spec.fn(spec.ctx, Meta(kp, vals, kk.params.size()));
+    return pyb::make_tuple(g.x, g.y, g.z);
+  });
+}
+
+void report_progress(const std::string& kernel, const std::string& key, size_t done,
+                     size_t total, const std::string& best, double best_ms, double elapsed) {
+  TuningProgress p;
+  p.kernel = kernel;
+  p.key = key;
+  p.done = done;
+  p.total = total;
+  p.best = best;
+  p.best_ms = best_ms;
+  p.elapsed_s = elapsed;
+  const char* env = std::getenv("TRITON_EMBED_PRINT_AUTOTUNING");
+  if (env != nullptr && *env != '\0' && std::strcmp(env, "0") != 0) {
+    std::fprintf(stderr, "[triton_embed] tuning %s key %s: %zu/%zu configs, best %.4f ms {%s}, %.2f s\n",
+                 kernel.c_str(), key.c_str(), done, total, best_ms, best.c_str(), elapsed);
+  }
+  std::function<void(const TuningProgress&)> cb;
+  {
+    std::lock_guard<std::mutex> lock(callback_mu());
+    cb = callback();
+  }
+  if (cb) cb(p);
+}
+
+}  // namespace
+
+// ---- loading ------------------------------------------------------------------------------
+
+void load_layers(KernelState& k, void* wrappers_list) {
+  pyb::list wrappers = pyb::reinterpret_borrow<pyb::list>(static_cast<PyObject*>(wrappers_list));
+  for (pyb::handle item : wrappers) {
+    pyb::tuple w = pyb::reinterpret_borrow<pyb::tuple>(item);
+    auto layer = std::make_unique<Layer>();
+    Py_INCREF(w[1].ptr());
+    k.py_default_objects.push_back(w[1].ptr());
+    layer->py_object = w[1].ptr();
+    if (w[0].cast<std::string>() == "heuristics") {
+      layer->kind = Layer::Kind::kHeuristics;
+      for (pyb::handle kv : pyb::reinterpret_borrow<pyb::list>(w[2])) {
+        pyb::tuple e = pyb::reinterpret_borrow<pyb::tuple>(kv);
+        auto h = std::make_unique<Heuristic>();
+        h->name = e[0].cast<std::string>();
+        const int p = find_param_by_name(k, h->name);
+        TE_CHECK(p >= 0, NotSupportedError)
+            << full_name(k) << ": @triton.heuristics sets '" << h->name << "', which is not a "
+            << "parameter of " << call_signature(k)
+            << "; heuristics that set Triton options (num_warps, ...) cannot be launched from "
+               "C++ yet";
+        h->param = static_cast<uint32_t>(p);
+        Py_INCREF(e[1].ptr());
+        k.py_default_objects.push_back(e[1].ptr());
+        h->py_fn = e[1].ptr();
+        layer->heuristics.push_back(std::move(h));
+      }
+    } else {
+      layer->kind = Layer::Kind::kAutotune;
+      auto t = std::make_unique<TuneLayer>();
+      t->py_tuner = w[1].ptr();
+      for (pyb::handle name : pyb::reinterpret_borrow<pyb::list>(w[2])) {
+        t->key_params.push_back(find_param_by_name(k, pyb::str(name).cast<std::string>()));
+      }
+      t->num_configs = w[3].cast<size_t>();
+      layer->tune = std::move(t);
+    }
+    k.layers.push_back(std::move(layer));
+  }
+}
+
+// ---- heuristics ----------------------------------------------------------------------------
+
+ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
+  g_python_calls.fetch_add(1, std::memory_order_relaxed);
+  py::ensure_runtime();
+  py::InFlight in_flight;
+  TE_CHECK(!py::closed(), PythonError)
+      << full_name(k) << ": cannot run heuristic '" << h.name << "': the Python interpreter has shut down";
+  ArgValue result{};
+  std::vector<Dep> deps;
+  bool memo = !h.never_memo;
+  {
+    py::Gil gil;
+    try {
+      pyb::dict values;
+      pyb::set pointers;
+      auto add = [&](uint32_t p) {
+        pyb::str name(k.params[p].name);
+        values[name] = arg_object(k, f, p);
+        if (f.vals[p].kind == ArgKind::kPointer || f.vals[p].kind == ArgKind::kPyObject) pointers.add(name);
+      };
+      for (uint32_t p = 0; p < f.npos; ++p) add(p);
+      for (uint32_t i = 0; i < f.nkw; ++i) add(f.kw[i]);
+      pyb::tuple r = py::glue().attr("eval_heuristic")(pyb::handle(static_cast<PyObject*>(h.py_fn)),
+                                                       values, pointers);
+      if (!value_from_python(k, r[0], result)) {
+        result = keep_object(k, r[0]);
+        memo = false;
+      }
+      if (r[2].cast<bool>()) memo = false;
+      for (pyb::handle read : pyb::reinterpret_borrow<pyb::list>(r[1])) {
+        pyb::tuple rd = pyb::reinterpret_borrow<pyb::tuple>(read);
+        const int p = find_param_by_name(k, pyb::str(rd[0]).cast<std::string>());
+        const int aspect = rd[1].cast<int>();
+        if (p < 0) continue;  // not a parameter: never in the dict, the read is constant
+        if (aspect == 3 || f.vals[p].kind == ArgKind::kPyObject) {
+          memo = false;  // the whole tensor: nothing a key can hold
+          continue;
+        }
+        const Dep d{static_cast<uint32_t>(p), static_cast<Aspect>(aspect)};
+        if (std::find(deps.begin(), deps.end(), d) == deps.end()) deps.push_back(d);
+      }
+    } catch (pyb::error_already_set& e) {
+      const std::string what = "heuristic '" + h.name + "'";
+      throw_python(k, what.c_str(), e);
+    }
+  }
+  if (!memo) {
+    std::lock_guard<std::mutex> lock(h.mu);
+    h.never_memo = true;
+    h.plan.store(nullptr, std::memory_order_release);
+    return result;
+  }
+  std::lock_guard<std::mutex> lock(h.mu);
+  if (h.never_memo) return result;
+  HeuristicPlan* plan = h.plan.load(std::memory_order_relaxed);
+  bool covered = plan != nullptr;
+  for (const Dep& d : deps) {
+    if (covered && std::find(plan->deps.begin(), plan->deps.end(), d) == plan->deps.end()) covered = false;
+  }
+  if (!covered) {
+    auto fresh = std::make_unique<HeuristicPlan>();
+    if (plan != nullptr) fresh->deps = plan->deps;
+    for (const Dep& d : deps) {
+      if (std::find(fresh->deps.begin(), fresh->deps.end(), d) == fresh->deps.end()) fresh->deps.push_back(d);
+    }
+    std::sort(fresh->deps.begin(), fresh->deps.end(), [](const Dep& a, const Dep& b) {
+      return a.param != b.param ? a.param < b.param : a.aspect < b.aspect;
+    });
+    plan = fresh.get();
+    h.plans.push_back(std::move(fresh));  // older plans stay alive for readers
+  }
+  MemoKey key;
+  heuristic_memo_key(*plan, f, key);
+  if (!key.overflow) {
+    uint64_t v[2];
+    std::memcpy(v, &result, sizeof(v));
+    plan->memo.insert(key, key.hash(), v);
+  }
+  h.plan.store(plan, std::memory_order_release);
+  return result;
+}
+
+// ---- autotune ------------------------------------------------------------------------------
+
+const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key, uint64_t hash) {
+  py::ReleaseGilIfHeld no_gil;  // never wait on our mutex holding the GIL
+  std::shared_ptr<PendingTune> mine;
+  {
+    std::unique_lock<std::mutex> lock(t.mu);
+    if (!key.overflow) {
+      uint64_t v[2];
+      if (t.memo.find(key, hash, v)) return reinterpret_cast<const Choice*>(static_cast<uintptr_t>(v[0]));
+      for (const auto& p : t.pending) {
+        if (p->hash == hash && p->key.n == key.n &&
+            std::memcmp(p->key.w, key.w, key.n * sizeof(uint64_t)) == 0) {
+          std::shared_ptr<PendingTune> other = p;
+          other->cv.wait(lock, [&] { return other->done; });
+          if (other->error) std::rethrow_exception(other->error);
+          return other->choice;
+        }
+      }
+    }
+    mine = std::make_shared<PendingTune>();
+    mine->key = key;
+    mine->hash = hash;
+    t.pending.push_back(mine);
+  }
+
+  std::unique_ptr<Choice> made;
+  std::exception_ptr error;
+  try {
+    int device = 0;
+    if (cuda::api().ok && (f.mode == FrameMode::kLaunch || f.mode == FrameMode::kPrepare)) {
+      const cuda::ContextInfo& ctx = cuda::current_context();
+      device = static_cast<int>(ctx.device);
+      CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+      if (t.num_configs > 1 &&
+          cuda::api().cuStreamIsCapturing(reinterpret_cast<CUstream>(f.stream), &status) == CUDA_SUCCESS &&
+          status != CU_STREAM_CAPTURE_STATUS_NONE) {
+        TE_THROW(NotSupportedError)
+            << full_name(k) << ": this call's tuning key has not been tuned, and tuning cannot run "
+            << "while the stream is being captured into a CUDA graph; call prepare(grid, args...) "
+            << "with the same arguments before the capture";
+      }
+    }
+    std::unique_lock<std::mutex> device_lock(device_tuning_mutex(device), std::defer_lock);
+    if (t.num_configs > 1) device_lock.lock();
+    py::ensure_runtime();
+    py::InFlight in_flight;
+    TE_CHECK(!py::closed(), PythonError)
+        << full_name(k) << ": cannot tune: the Python interpreter has shut down";
+    py::Gil gil;
+    g_python_calls.fetch_add(1, std::memory_order_relaxed);
+    try {
+      auto [args, kwargs] = frame_args(k, f);
+      for (const auto& [name, value] : f.options->options.entries()) {
+        kwargs[pyb::str(name)] = option_value(value);
+      }
+      kwargs["grid"] = python_grid(k, f);
+      kwargs["warmup"] = pyb::bool_(false);
+      pyb::handle tuner(static_cast<PyObject*>(t.py_tuner));
+      if (t.num_configs > 1 && tuner.attr("_do_bench").is_none()) {
+        TE_CHECK(cuda::api().ok, NoDeviceError)
+            << full_name(k) << ": this call's tuning key has not been tuned, and tuning needs a "
+            << "GPU (" << cuda::api().error << "); warmup(args...) compiles every config "
+               "without one";
+        TE_CHECK(f.grid != nullptr, NotSupportedError)
+            << full_name(k) << ": this call's tuning key has not been tuned, and compile() has no "
+            << "grid to benchmark with: call prepare(grid, args...) (or launch) to tune it";
+      }
+      if (t.num_configs == 1) {
+        made = make_choice(k, pyb::list(tuner.attr("configs"))[0], f.options);
+      } else {
+        const std::string kernel = full_name(k);
+        pyb::object progress = pyb::cpp_function(
+            [kernel](const std::string& key_str, size_t done, size_t total, const std::string& best,
+                     double best_ms, double elapsed) {
+              pyb::gil_scoped_release release;
+              report_progress(kernel, key_str, done, total, best, best_ms, elapsed);
+            });
+        pyb::tuple r = py::glue().attr("tune")(tuner, args, kwargs, progress);
+        made = make_choice(k, r[0], f.options);
+        made->result.key = r[1].cast<std::string>();
+        for (pyb::handle item : pyb::reinterpret_borrow<pyb::list>(r[2])) {
+          pyb::tuple e = pyb::reinterpret_borrow<pyb::tuple>(item);
+          ConfigTiming ct;
+          ct.config = tuned_config(e[0]);
+          for (pyb::handle ms : pyb::reinterpret_borrow<pyb::list>(e[1])) ct.ms.push_back(ms.cast<double>());
+          made->result.timings.push_back(std::move(ct));
+        }
+        made->result.from_cache = r[3].cast<bool>();
+        made->result.seconds = r[4].cast<double>();
+      }
+    } catch (pyb::error_already_set& e) {
+      throw_python(k, "tuning with Triton's Autotuner", e);
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+
+  std::lock_guard<std::mutex> lock(t.mu);
+  const Choice* raw = nullptr;
+  if (!error) {
+    raw = made.get();
+    t.choices.push_back(std::move(made));
+    if (!key.overflow) {
+      const uint64_t v[2] = {static_cast<uint64_t>(reinterpret_cast<uintptr_t>(raw)), 0};
+      t.memo.insert(key, hash, v);
+    }
+  }
+  t.pending.erase(std::remove(t.pending.begin(), t.pending.end(), mine), t.pending.end());
+  mine->choice = raw;
+  mine->error = error;
+  mine->done = true;
+  mine->cv.notify_all();
+  if (error) std::rethrow_exception(error);
+  return raw;
+}
+
+std::vector<const Choice*> pruned_choices(KernelState& k, TuneLayer& t, const Frame& f) {
+  g_python_calls.fetch_add(1, std::memory_order_relaxed);
+  py::ensure_runtime();
+  py::InFlight in_flight;
+  TE_CHECK(!py::closed(), PythonError) << full_name(k) << ": the Python interpreter has shut down";
+  const InternedOptions* base = f.options != nullptr ? f.options : intern_options(Options());
+  std::vector<const Choice*> out;
+  py::Gil gil;
+  try {
+    auto [args, kwargs] = frame_args(k, f);
+    for (const auto& [name, value] : base->options.entries()) {
+      kwargs[pyb::str(name)] = option_value(value);
+    }
+    pyb::list configs =
+        py::glue().attr("prune")(pyb::handle(static_cast<PyObject*>(t.py_tuner)), args, kwargs);
+    for (pyb::handle c : configs) {
+      const Choice* found = nullptr;
+      {
+        // No Python runs while t.mu is held, so taking it with the GIL cannot deadlock.
+        std::lock_guard<std::mutex> lock(t.mu);
+        for (const auto& [cfg, opt, choice] : t.config_choices) {
+          if (cfg == c.ptr() && opt == base->id) found = choice.get();
+        }
+      }
+      if (found == nullptr) {
+        std::unique_ptr<Choice> made = make_choice(k, c, base);
+        found = made.get();
+        std::lock_guard<std::mutex> lock(t.mu);
+        t.config_choices.emplace_back(c.ptr(), base->id, std::move(made));
+      }
+      out.push_back(found);
+    }
+  } catch (pyb::error_already_set& e) {
+    throw_python(k, "pruning the autotune configs", e);
+  }
+  return out;
+}
+
+void run_config_pre_hook(KernelState& k, const TuneLayer& t, const Choice& c, const Frame& f) {
+  g_python_calls.fetch_add(1, std::memory_order_relaxed);
+  py::ensure_runtime();
+  py::InFlight in_flight;
+  TE_CHECK(!py::closed(), PythonError) << full_name(k) << ": the Python interpreter has shut down";
+  py::Gil gil;
+  try {
+    auto [args, kwargs] = frame_args(k, f);
+    pyb::handle tuner(static_cast<PyObject*>(t.py_tuner));
+    py::glue().attr("run_config_pre_hook")(pyb::handle(static_cast<PyObject*>(c.py_config)), args,
+                                           tuner.attr("arg_names"), kwargs);
+  } catch (pyb::error_already_set& e) {
+    throw_python(k, "the autotune config's pre_hook", e);
+  }
+}
+
+}  // namespace detail
+
+namespace detail::testing {
+long layer_python_calls() { return g_python_calls.load(std::memory_order_relaxed); }
+}  // namespace detail::testing
+
+void set_tuning_callback(std::function<void(const TuningProgress&)> cb) {
+  std::lock_guard<std::mutex> lock(detail::callback_mu());
+  detail::callback() = std::move(cb);
+}
+
+}  // namespace triton_embed

@@ -1,0 +1,288 @@
+// named.h and autotune.h, compile-only (no GPU): named arguments bind as Python's binder does,
+// heuristics give the values (and hashes) Python's Heuristics give and run Python only when
+// what they read changes, and autotuned kernels pick the configuration Python's Autotuner
+// picks (with a benchmark function that returns known timings without launching).
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <triton_embed/detail/testing.h>
+#include <triton_embed/jit.h>
+
+#include "test_support.h"
+
+namespace te = triton_embed;
+namespace py = pybind11;
+using namespace triton_embed::literals;
+
+namespace {
+
+const char* kPythonSide = R"PY(
+import importlib
+from triton.runtime.driver import driver as _driver
+import te_tune_kernels
+
+def warm(module, kernel, args, kwargs):
+    """The compiled kernel(s) Python's warmup gives these arguments (hashes)."""
+    fn = importlib.import_module(module)
+    for part in kernel.split("."):
+        fn = getattr(fn, part)
+    previous = _driver._active
+    _driver.set_active(FakeDriver())
+    try:
+        r = fn.warmup(*args, grid=(1,), **kwargs)
+        return [k.hash for k in r] if isinstance(r, list) else r.hash
+    finally:
+        _driver._active = previous
+)PY";
+
+template <class T>
+T* at(uint64_t addr) {
+  return reinterpret_cast<T*>(addr);
+}
+
+class Autotune : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    te::set_target(te::Target::parse("cuda:90"));
+    te_test::Gil gil;
+    te_test::install_python_helpers();
+    te_test::exec(kPythonSide);
+  }
+  static py::object warm(const char* kernel, const std::string& args,
+                         const std::string& kwargs = "{}") {
+    te_test::Gil gil;
+    return py::module_::import("__main__")
+        .attr("warm")("te_tune_kernels", kernel, te_test::eval(args), te_test::eval(kwargs));
+  }
+  static std::string warm_hash(const char* kernel, const std::string& args,
+                               const std::string& kwargs = "{}") {
+    te_test::Gil gil;
+    return warm(kernel, args, kwargs).cast<std::string>();
+  }
+  static std::string py_repr(const std::string& expr) {
+    te_test::Gil gil;
+    return te_test::repr(te_test::eval(expr));
+  }
+  static void py_exec(const std::string& code) {
+    te_test::Gil gil;
+    te_test::exec(code);
+  }
+};
+
+// ---- named arguments ------------------------------------------------------------------------
+
+TEST_F(Autotune, NamedArgumentsBindAsPythonKeywords) {
+  te::JitFunction scale("te_tune_kernels", "scale_kernel");
+  const std::string py_add = warm_hash(
+      "scale_kernel", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 1000, 2.0, 128)",
+      "{'MODE': 'add'}");
+  // A defaulted constexpr by name, a positional one by name, names in another order, and a
+  // name built at run time: all the same kernel as Python's keywords.
+  EXPECT_EQ(scale.compile(at<float>(0x10000), at<float>(0x20000), 1000, 2.0, 128, "MODE"_a = "add").hash(), py_add);
+  EXPECT_EQ(scale.compile(at<float>(0x10000), at<float>(0x20000), 1000, 2.0, "MODE"_a = "add",
+                          "BLOCK"_a = 128).hash(), py_add);
+  const std::string block_name = std::string("BL") + "OCK";
+  EXPECT_EQ(scale.compile(at<float>(0x10000), "out_ptr"_a = at<float>(0x20000), "n"_a = 1000,
+                          "scale"_a = 2.0, te::arg(block_name) = 128, "MODE"_a = std::string("add")).hash(),
+            py_add);
+  // Named and positional calls of the same specialisation share one cache entry.
+  const size_t entries = te::detail::testing::cache_size(scale);
+  scale.compile(at<float>(0x10000), at<float>(0x20000), 1000, 2.0, 128, "add");
+  EXPECT_EQ(te::detail::testing::cache_size(scale), entries);
+  // The default still applies when the name is left out.
+  EXPECT_EQ(scale.compile(at<float>(0x10000), at<float>(0x20000), 1000, 2.0, "BLOCK"_a = 128).hash(),
+            warm_hash("scale_kernel", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 1000, 2.0, 128)"));
+}
+
+TEST_F(Autotune, NamedArgumentErrorsAreTypeErrors) {
+  te::JitFunction scale("te_tune_kernels", "scale_kernel");
+  const char* sig = "scale_kernel(x_ptr, out_ptr, n, scale, BLOCK, MODE)";
+  auto expect = [&](auto&& f, const std::string& message) {
+    try {
+      f();
+      ADD_FAILURE() << "expected TypeError: " << message;
+    } catch (const te::TypeError& e) {
+      EXPECT_EQ(std::string(e.what()), std::string(sig) + ": " + message);
+    }
+  };
+  expect([&] { scale.compile(at<float>(0x10000), at<float>(0x20000), 10, 2.0, 128, "MOD"_a = "add"); },
+         "got an unexpected named argument 'MOD'; the parameters are the names in the signature");
+  expect([&] { scale.compile(at<float>(0x10000), at<float>(0x20000), 10, 2.0, 128, "n"_a = 5); },
+         "got multiple values for argument 'n' (#2): by position and by name");
+  expect([&] { scale.compile(at<float>(0x10000), at<float>(0x20000), 10, "BLOCK"_a = 1, "BLOCK"_a = 2); },
+         "got multiple values for argument 'BLOCK' (#4): named twice");
+  expect([&] { scale.compile(at<float>(0x10000), "n"_a = 10); },
+         "missing 3 required arguments: 'out_ptr', 'scale' and 'BLOCK'");
+  expect([&] { scale.compile(at<float>(0x10000), at<float>(0x20000), 10, 2.0, "MODE"_a = "add"); },
+         "missing 1 required argument: 'BLOCK'");
+  expect([&] { scale.compile(at<float>(0x10000), at<float>(0x20000), 10, 2.0, 64, "num_warps"_a = 8); },
+         "got an unexpected named argument 'num_warps': it is a Triton option, not a parameter; "
+         "set it with with_options(triton_embed::Options().num_warps(...))");
+}
+
+// ---- heuristics -----------------------------------------------------------------------------
+
+TEST_F(Autotune, HeuristicsGivePythonsValuesAndHash) {
+  te::JitFunction heur("te_tune_kernels", "heur_kernel");
+  for (int n : {1, 7, 100, 1000, 4096}) {
+    SCOPED_TRACE(n);
+    const std::string args = "(P(0x10000, 'float32'), P(0x20000, 'float32'), " + std::to_string(n) + ")";
+    EXPECT_EQ(heur.compile(at<float>(0x10000), at<float>(0x20000), n).hash(), warm_hash("heur_kernel", args));
+  }
+  // A heuristic that reads a pointer's dtype keys on that dtype.
+  te::JitFunction dt("te_tune_kernels", "heur_dtype_kernel");
+  EXPECT_EQ(dt.compile(te::Pointer(0x10000, te::DType::fp16), te::Pointer(0x20000, te::DType::fp16), 64, 64).hash(),
+            warm_hash("heur_dtype_kernel", "(P(0x10000, 'float16'), P(0x20000, 'float16'), 64, 64)"));
+  EXPECT_EQ(dt.compile(at<float>(0x10000), at<float>(0x20000), 64, 64).hash(),
+            warm_hash("heur_dtype_kernel", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 64, 64)"));
+}
+
+TEST_F(Autotune, HeuristicsRunPythonOnlyWhenWhatTheyReadChanges) {
+  te::JitFunction heur("te_tune_kernels", "counted_heur_kernel");
+  py_exec("te_tune_kernels.HEUR_CALLS.clear()");
+  const std::string h1 = heur.compile(at<float>(0x10000), at<float>(0x20000), 300).hash();
+  // Other pointers, same n: the heuristic read only n, so Python does not run again.
+  const long before = te::detail::testing::layer_python_calls();
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(heur.compile(at<float>(0x10000 + 16 * i), at<float>(0x40000), 300).hash(), h1);
+  }
+  EXPECT_EQ(te::detail::testing::layer_python_calls(), before);
+  EXPECT_EQ(py_repr("te_tune_kernels.HEUR_CALLS"), "[300]");
+  // A new n calls Python once; going back to the first n does not.
+  heur.compile(at<float>(0x10000), at<float>(0x20000), 5000);
+  heur.compile(at<float>(0x10000), at<float>(0x20000), 5000);
+  heur.compile(at<float>(0x10000), at<float>(0x20000), 300);
+  EXPECT_EQ(py_repr("te_tune_kernels.HEUR_CALLS"), "[300, 5000]");
+
+  // A heuristic that reads a dtype: a new address of the same dtype stays in C++.
+  te::JitFunction dt("te_tune_kernels", "heur_dtype_kernel");
+  dt.compile(te::Pointer(0x10000, te::DType::fp16), te::Pointer(0x20000, te::DType::fp16), 64, 64);
+  const long mid = te::detail::testing::layer_python_calls();
+  dt.compile(te::Pointer(0x30000, te::DType::fp16), te::Pointer(0x20000, te::DType::fp16), 64, 64);
+  EXPECT_EQ(te::detail::testing::layer_python_calls(), mid);
+  dt.compile(te::Pointer(0x30000, te::DType::bf16), te::Pointer(0x20000, te::DType::fp16), 64, 64);
+  EXPECT_EQ(te::detail::testing::layer_python_calls(), mid + 1);
+}
+
+TEST_F(Autotune, ThreadsRacingOnOneHeuristicsKey) {
+  te::JitFunction heur("te_tune_kernels", "heur_kernel");
+  const std::string expected = warm_hash("heur_kernel", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 777)");
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 50; ++i) {
+        if (heur.compile(at<float>(0x10000), at<float>(0x20000), 777).hash() == expected) ++ok;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(ok.load(), 400);
+}
+
+// ---- autotune -------------------------------------------------------------------------------
+
+TEST_F(Autotune, TunesAsPythonsAutotunerAndRemembers) {
+  te::JitFunction tuned("te_tune_kernels", "fake_tuned_kernel");
+  py_exec("te_tune_kernels.FAKE_BENCH_CALLS.clear()\nte_tune_kernels.fake_tuned_kernel.cache.clear()");
+  const te::CompiledKernel& k = tuned.compile(at<float>(0x10000), at<float>(0x20000), 1000);
+  // Fake timings: BLOCK 128 is fastest. Same kernel as Python's launch of that config.
+  EXPECT_EQ(k.hash(), warm_hash("fake_tuned_kernel.fn", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 1000, '', 128)",
+                                "{'num_warps': 4, 'num_stages': 3}"));
+  EXPECT_EQ(py_repr("te_tune_kernels.FAKE_BENCH_CALLS"), "[64, 128, 256]");
+  // Python's Autotuner holds the same key and choice.
+  EXPECT_EQ(py_repr("list(te_tune_kernels.fake_tuned_kernel.cache)"),
+            "[(1000, 'torch.float32', 'torch.float32')]");
+  const te::TuningResult* r = tuned.tuning_result(at<float>(0x10000), at<float>(0x20000), 1000);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->key, "(1000, 'torch.float32', 'torch.float32')");
+  EXPECT_EQ(r->best.str, "BLOCK: 128, num_warps: 4, num_ctas: 1, num_stages: 3, maxnreg: None");
+  ASSERT_EQ(r->best.kwargs.size(), 1u);
+  EXPECT_EQ(r->best.kwargs[0].first, "BLOCK");
+  EXPECT_EQ(r->best.kwargs[0].second, "128");
+  ASSERT_EQ(r->timings.size(), 3u);
+  EXPECT_EQ(r->timings[0].config.str, "BLOCK: 64, num_warps: 2, num_ctas: 1, num_stages: 3, maxnreg: None");
+  EXPECT_DOUBLE_EQ(r->timings[0].ms[0], 3.0);
+  EXPECT_FALSE(r->from_cache);
+
+  // The same key again, other pointers: no Python, no benchmark.
+  const long before = te::detail::testing::layer_python_calls();
+  EXPECT_EQ(&tuned.compile(at<float>(0x50000), at<float>(0x60000), 1000), &k);
+  EXPECT_EQ(te::detail::testing::layer_python_calls(), before);
+  // Another dtype is another key (Python appends str(arg.dtype)); so is another n.
+  tuned.compile(te::Pointer(0x10000, te::DType::fp16), te::Pointer(0x20000, te::DType::fp16), 1000);
+  EXPECT_EQ(te::detail::testing::layer_python_calls(), before + 1);
+  EXPECT_EQ(tuned.tuning_result(at<float>(0x10000), at<float>(0x20000), 2000), nullptr);
+  // A parameter before the tuned one, by name, with the tuned value filled in by the config.
+  EXPECT_EQ(tuned.compile(at<float>(0x10000), at<float>(0x20000), 1000, "ACT"_a = "neg").hash(),
+            warm_hash("fake_tuned_kernel.fn", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 1000, 'neg', 128)",
+                      "{'num_warps': 4, 'num_stages': 3}"));
+  // Passing a tuned meta-parameter is Triton's conflict.
+  try {
+    tuned.compile(at<float>(0x10000), at<float>(0x20000), 1000, "BLOCK"_a = 64);
+    FAIL() << "expected ValueError";
+  } catch (const te::ValueError& e) {
+    EXPECT_STREQ(e.what(), "fake_tuned_kernel(x_ptr, out_ptr, n, ACT, BLOCK): Conflicting "
+                           "meta-parameters: BLOCK. Make sure that you don't re-define auto-tuned "
+                           "symbols.");
+  }
+}
+
+TEST_F(Autotune, WarmupCompilesEveryConfigAsPython) {
+  te::JitFunction tuned("te_tune_kernels", "tuned_kernel");
+  const auto all = tuned.warmup(at<float>(0x10000), at<float>(0x20000), 4096, "ACT"_a = "relu");
+  te_test::Gil gil;
+  py::object py = warm("tuned_kernel", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 4096)", "{'ACT': 'relu'}");
+  ASSERT_EQ(all.size(), py::len(py));
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i]->hash(), py::list(py)[i].cast<std::string>());
+}
+
+TEST_F(Autotune, SingleConfigNeedsNoBenchmark) {
+  // No GPU and no custom benchmark: one config is taken as it is, as Triton does.
+  te::JitFunction single("te_tune_kernels", "tuned_single_kernel");
+  EXPECT_EQ(single.compile(at<float>(0x10000), at<float>(0x20000), 1000).hash(),
+            warm_hash("tuned_single_kernel.fn", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 1000, 256)",
+                      "{'num_warps': 4, 'num_stages': 2}"));
+  // More than one config: compile() cannot benchmark (no grid; here maybe no GPU either), so
+  // a clear error, not a Triton traceback.
+  te::JitFunction tuned("te_tune_kernels", "tuned_kernel");
+  try {
+    tuned.compile(at<float>(0x10000), at<float>(0x20000), 1000);
+    FAIL() << "expected an error";
+  } catch (const te::NoDeviceError& e) {
+    EXPECT_FALSE(te::cuda_available());
+    EXPECT_NE(std::string(e.what()).find("te_tune_kernels.tuned_kernel: this call's tuning key has "
+                                         "not been tuned, and tuning needs a GPU"),
+              std::string::npos)
+        << e.what();
+  } catch (const te::NotSupportedError& e) {
+    EXPECT_TRUE(te::cuda_available());
+    EXPECT_STREQ(e.what(), "te_tune_kernels.tuned_kernel: this call's tuning key has not been "
+                           "tuned, and compile() has no grid to benchmark with: call "
+                           "prepare(grid, args...) (or launch) to tune it");
+  }
+}
+
+TEST_F(Autotune, HeuristicsAndAutotuneInEitherOrder) {
+  // heuristics(autotune(jit)): EVEN from n, then the tuned BLOCK.
+  te::JitFunction ht("te_tune_kernels", "fake_heur_tuned_kernel");
+  EXPECT_EQ(ht.compile(at<float>(0x10000), at<float>(0x20000), 1000).hash(),
+            warm_hash("fake_heur_tuned_kernel.fn.fn",
+                      "(P(0x10000, 'float32'), P(0x20000, 'float32'), 1000, 128, True)",
+                      "{'num_warps': 4, 'num_stages': 3}"));
+  // autotune(heuristics(jit)): the heuristic sees the tuned BLOCK.
+  te::JitFunction th("te_tune_kernels", "fake_tuned_heur_kernel");
+  EXPECT_EQ(th.compile(at<float>(0x10000), at<float>(0x20000), 1000).hash(),
+            warm_hash("fake_tuned_heur_kernel.fn.fn",
+                      "(P(0x10000, 'float32'), P(0x20000, 'float32'), 1000, 128, False)",
+                      "{'num_warps': 4, 'num_stages': 3}"));
+  EXPECT_EQ(th.compile(at<float>(0x10000), at<float>(0x20000), 1024).hash(),
+            warm_hash("fake_tuned_heur_kernel.fn.fn",
+                      "(P(0x10000, 'float32'), P(0x20000, 'float32'), 1024, 128, True)",
+                      "{'num_warps': 4, 'num_stages': 3}"));
+}
+
+}  // namespace
