@@ -134,9 +134,24 @@ void launch(KernelState* kernel, const InternedOptions* options, const GridSpec&
   }
   const cuda::ContextInfo& ctx = cuda::current_context();
   const uint32_t forced = explicit_target_code();
+  const uint32_t target = forced != 0 ? forced : target_code(ctx.arch, 32);
   Bound b;
-  bind(k, options, args, nargs, forced != 0 ? forced : target_code(ctx.arch, 32), b);
-  Entry* e = find_or_compile(k, options, b);
+  uint64_t slots[kMaxLeaves + 2];
+  void* params[kMaxLeaves + 2];
+  uint32_t np = 0;
+  Entry* e = nullptr;
+  b.args = with_defaults(k, args, nargs, b.buf);
+  if (TE_LIKELY(fast_key_and_pack(k, b.args, b.key, slots, &np))) {
+    b.key.target = target;
+    b.key.options = options->id;
+    b.hash = b.key.hash();
+    e = k.cache.table.find(b.key, b.hash);
+  }
+  if (TE_UNLIKELY(e == nullptr)) {  // a miss, or a call the one-pass path does not take
+    bind(k, options, args, nargs, target, b);
+    e = find_or_compile(k, options, b);
+    np = pack_args(k, b.leaves, slots, params);
+  }
   void* fn = e->function_for(ctx.ctx);
   if (TE_UNLIKELY(fn == nullptr)) fn = load_function(k, *e, ctx);
 
@@ -148,9 +163,7 @@ void launch(KernelState* kernel, const InternedOptions* options, const GridSpec&
   }
   if (g.x == 0 || g.y == 0 || g.z == 0) return;  // Triton launches nothing for an empty grid
 
-  uint64_t slots[kMaxLeaves + 2];
-  void* params[kMaxLeaves + 2];
-  uint32_t np = pack_args(k, b.leaves, slots, params);
+  for (uint32_t i = 0; i < np; ++i) params[i] = &slots[i];
   Scratch global_scratch, profile_scratch;
   // At most 2^31 * 65535 * 65535 programs: the product fits 64 bits; the byte count may not.
   const uint64_t programs = static_cast<uint64_t>(g.x) * g.y * g.z * e->num_ctas;
@@ -261,15 +274,53 @@ int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const
   const uint32_t target = explicit_target_code();
   TE_CHECK(target != 0, ValueError) << "host_path_dry_run needs an explicit target";
   Bound b;
-  bind(k, options, args, nargs, target, b);
-  bool hit = false;
-  find_or_compile(k, options, b, &hit);
   uint64_t slots[kMaxLeaves + 2];
   void* params[kMaxLeaves + 2];
-  const uint32_t np = pack_args(k, b.leaves, slots, params);
+  uint32_t np = 0;
+  Entry* e = nullptr;
+  b.args = with_defaults(k, args, nargs, b.buf);
+  if (TE_LIKELY(fast_key_and_pack(k, b.args, b.key, slots, &np))) {
+    b.key.target = target;
+    b.key.options = options->id;
+    b.hash = b.key.hash();
+    e = k.cache.table.find(b.key, b.hash);
+  }
+  bool hit = e != nullptr;
+  if (!hit) {
+    bind(k, options, args, nargs, target, b);
+    find_or_compile(k, options, b, &hit);
+    np = pack_args(k, b.leaves, slots, params);
+  }
   if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
   return hit ? static_cast<int>(np) : -static_cast<int>(np) - 1;
 }
+
+namespace testing {
+
+int fast_path_agrees(KernelState* kernel, const ArgValue* args, size_t nargs) {
+  KernelState& k = *kernel;
+  Bound fast;
+  uint64_t fast_slots[kMaxLeaves + 2];
+  uint32_t fast_n = 0;
+  fast.args = with_defaults(k, args, nargs, fast.buf);
+  const bool took = fast_key_and_pack(k, fast.args, fast.key, fast_slots, &fast_n);
+  Bound slow;
+  slow.args = with_defaults(k, args, nargs, slow.buf);
+  specialize(k, slow.args, slow.leaves);
+  build_key(k, slow.leaves, slow.key);
+  uint64_t slow_slots[kMaxLeaves + 2];
+  void* params[kMaxLeaves + 2];
+  const uint32_t slow_n = pack_args(k, slow.leaves, slow_slots, params);
+  if (!took) return -1;
+  return fast.key.n == slow.key.n &&
+                 std::memcmp(fast.key.w, slow.key.w, slow.key.n * sizeof(uint64_t)) == 0 &&
+                 fast_n == slow_n &&
+                 std::memcmp(fast_slots, slow_slots, slow_n * sizeof(uint64_t)) == 0
+             ? 1
+             : 0;
+}
+
+}  // namespace testing
 
 }  // namespace detail
 

@@ -200,7 +200,36 @@ ArgValue heuristic_value(KernelState& k, Heuristic& h, const Frame& f) {
   return eval_heuristic(k, h, f);
 }
 
+// The frame's options with an option heuristic's value set: a memo hit, or the slow path.
+const InternedOptions* options_with(KernelState& k, Heuristic& h, Frame& f, const ArgValue& v) {
+  f.heuristic_options |= h.option_bit;
+  MemoKey key;
+  key.push(f.options != nullptr ? f.options->id : ~uint64_t{0});
+  encode_value(v, key);
+  const uint64_t hash = key.hash();
+  if (TE_LIKELY(!key.overflow)) {
+    uint64_t out[2];
+    if (h.option_memo.find(key, hash, out)) {
+      return reinterpret_cast<const InternedOptions*>(static_cast<uintptr_t>(out[0]));
+    }
+  }
+  return heuristic_options(k, h, f.options, v, key, hash);
+}
+
+[[noreturn]] void throw_option_conflict(const KernelState& k, uint32_t bits) {
+  const char* name = (bits & kOptNumWarps) != 0    ? "num_warps"
+                     : (bits & kOptNumCtas) != 0   ? "num_ctas"
+                     : (bits & kOptNumStages) != 0 ? "num_stages"
+                                                   : "maxnreg";
+  TE_THROW(TypeError) << call_signature(k) << ": got multiple values for keyword argument '"
+                      << name << "': a @triton.heuristics outside the autotuner sets it, and so "
+                      << "does every autotune config";
+}
+
 void apply_choice(const KernelState& k, const Choice& c, Frame& f) {
+  if (TE_UNLIKELY((f.heuristic_options & kOptMaxnreg) != 0 && c.result.best.maxnreg != 0)) {
+    throw_option_conflict(k, kOptMaxnreg);
+  }
   for (const auto& [p, v] : c.kwargs) {
     if (TE_UNLIKELY(f.given[p] != kAbsent)) {
       TE_THROW(ValueError) << call_signature(k) << ": Conflicting meta-parameters: "
@@ -266,6 +295,10 @@ void walk(Walk& w, size_t li, Frame& f) {
     // Heuristics.run: kwargs[v] = heur({**dict(zip(arg_names, args)), **kwargs}), in order.
     for (auto& h : layer.heuristics) {
       const ArgValue v = heuristic_value(k, *h, f);
+      if (h->option) {
+        f.options = options_with(k, *h, f, v);
+        continue;
+      }
       if (TE_UNLIKELY(f.given[h->param] == kPositional)) throw_twice(k, static_cast<int>(h->param), true);
       f.set_keyword(h->param, v, -1);
     }
@@ -274,6 +307,11 @@ void walk(Walk& w, size_t li, Frame& f) {
   }
   TuneLayer& t = *layer.tune;
   w.found_tuner = true;
+  // Every triton.Config passes num_warps, num_ctas and num_stages to the kernel it runs.
+  constexpr uint32_t kConfigSets = kOptNumWarps | kOptNumCtas | kOptNumStages;
+  if (TE_UNLIKELY((f.heuristic_options & kConfigSets) != 0)) {
+    throw_option_conflict(k, f.heuristic_options & kConfigSets);
+  }
   switch (f.mode) {
     case FrameMode::kWarmup:
     case FrameMode::kInterpret: {
@@ -316,6 +354,38 @@ void start(KernelState* kernel, const InternedOptions* options, const CallArgs& 
 KernelState& inner_of(KernelState* k) { return k->inner != nullptr ? *k->inner : *k; }
 
 }  // namespace
+
+const InternedOptions* heuristic_options(KernelState& k, Heuristic& h, const InternedOptions* base,
+                                         const ArgValue& value, const MemoKey& key, uint64_t hash) {
+  const ArgValue* v = &value;
+  while (v->kind == ArgKind::kConstexpr) v = v->elems;
+  Options opts;
+  if (base != nullptr) {
+    for (const auto& [n, o] : base->options.entries()) {
+      if (n != h.name) opts.set(n, o);
+    }
+  }
+  if (v->kind == ArgKind::kBool) {
+    opts.set(h.name, v->i != 0);
+  } else if (v->kind == ArgKind::kInt && !v->big) {
+    opts.set(h.name, v->i);
+  } else if (v->kind == ArgKind::kFloat) {
+    opts.set(h.name, v->f);
+  } else if (v->kind == ArgKind::kStr) {
+    opts.set(h.name, std::string_view(v->s, v->count));
+  } else if (v->kind != ArgKind::kNone) {  // None: Triton drops the option, its default applies
+    TE_THROW(TypeError) << full_name(k) << ": heuristic '" << h.name << "' returned "
+                        << describe_value(*v) << ", but '" << h.name
+                        << "' is a Triton option: return a bool, int, float, str or None";
+  }
+  const InternedOptions* out = intern_options(opts);
+  if (!key.overflow) {
+    const uint64_t stored[2] = {reinterpret_cast<uintptr_t>(out), 0};
+    std::lock_guard<std::mutex> lock(h.mu);
+    h.option_memo.insert(key, hash, stored);
+  }
+  return out;
+}
 
 void bind_frame(const KernelState& k, const CallArgs& call, Frame& f) {
   const uint32_t np = static_cast<uint32_t>(k.params.size());

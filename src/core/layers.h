@@ -51,8 +51,14 @@ struct HeuristicPlan {
 };
 
 struct Heuristic {
-  uint32_t param = 0;  // the meta-parameter it sets
+  uint32_t param = 0;  // the meta-parameter it sets (when !option)
   std::string name;
+  // It sets a Triton option (num_warps, ...), not a parameter: Python passes it on as a
+  // keyword the JITFunction reads as an option. The frame's options become the base options
+  // with this one set (None: left out), memoised by (base options id, value).
+  bool option = false;
+  uint32_t option_bit = 0;  // kOpt* of the option it sets
+  MemoTable option_memo{64};
   void* py_fn = nullptr;
   std::atomic<HeuristicPlan*> plan{nullptr};  // nullptr until it ran once, or when not memoisable
   std::mutex mu;  // guards plans and memo inserts
@@ -100,6 +106,10 @@ struct Layer {
 // What a call through the layers is for.
 enum class FrameMode : uint8_t { kLaunch, kCompile, kPrepare, kWarmup, kInterpret, kQuery };
 
+// The options a triton.Config always passes (all_kwargs), as bits of Frame::heuristic_options.
+constexpr uint32_t kOptNumWarps = 1, kOptNumStages = 2, kOptNumCtas = 4, kOptMaxnreg = 8,
+                   kOptOther = 16;
+
 // Given-state of a parameter in a Frame.
 constexpr uint8_t kAbsent = 0, kPositional = 1, kKeyword = 2;
 
@@ -117,6 +127,7 @@ struct Frame {
   FrameMode mode = FrameMode::kLaunch;
   const GridSpec* grid = nullptr;
   Stream stream = nullptr;
+  uint32_t heuristic_options = 0;  // kOpt* bits: options an outer heuristic set
 
   void set_keyword(uint32_t p, const ArgValue& v, int16_t from_call) noexcept {
     if (given[p] != kKeyword) kw[nkw++] = static_cast<uint8_t>(p);
@@ -136,6 +147,9 @@ ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f);
 const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key, uint64_t hash);
 // The configurations left after pruning (Autotuner.warmup), as choices.
 std::vector<const Choice*> pruned_choices(KernelState& k, TuneLayer& t, const Frame& f);
+// The options `base` with option heuristic `h`'s value `v` set (slow path of the option memo).
+const InternedOptions* heuristic_options(KernelState& k, Heuristic& h, const InternedOptions* base,
+                                         const ArgValue& v, const MemoKey& key, uint64_t hash);
 // Calls the chosen config's pre_hook as Autotuner.run does.
 void run_config_pre_hook(KernelState& k, const TuneLayer& t, const Choice& c, const Frame& f);
 

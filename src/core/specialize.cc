@@ -328,6 +328,27 @@ class KeyWriter {
   Key& key_;
 };
 
+constexpr uint64_t leaf_word(LeafKind kind, DType t, SpecKey key, uint8_t is_const,
+                             uint32_t count) noexcept {
+  return static_cast<uint64_t>(kind) | static_cast<uint64_t>(t) << 8 |
+         static_cast<uint64_t>(key) << 16 | static_cast<uint64_t>(is_const) << 24 |
+         static_cast<uint64_t>(count) << 32;
+}
+
+// Key words one value of a constexpr leaf can take at most on the fast path (strings: their
+// length in words plus a tag; a longer value goes the general way).
+constexpr uint32_t kFastConstexprWords = 8;
+
+uint32_t constexpr_words(const ArgValue& v) noexcept {
+  switch (v.kind) {
+    case ArgKind::kNone:
+    case ArgKind::kDType: return 1;
+    case ArgKind::kStr: return 1 + (v.count + 7) / 8;
+    case ArgKind::kConstexpr: return 1 + constexpr_words(*v.elems);
+    default: return 2;  // numbers, tuples (refused below), functions
+  }
+}
+
 }  // namespace
 
 void build_key(const KernelState& kernel, const LeafList& leaves, Key& key) {
@@ -335,11 +356,74 @@ void build_key(const KernelState& kernel, const LeafList& leaves, Key& key) {
   KeyWriter kw(kernel, key);
   for (uint32_t i = 0; i < leaves.n; ++i) {
     const Leaf& l = leaves.leaves[i];
-    kw.put(static_cast<uint64_t>(l.kind) | static_cast<uint64_t>(l.dtype) << 8 |
-           static_cast<uint64_t>(l.key) << 16 | static_cast<uint64_t>(l.is_const) << 24 |
-           static_cast<uint64_t>(l.count) << 32);
+    kw.put(leaf_word(l.kind, l.dtype, l.key, l.is_const, l.count));
     if (l.kind == LeafKind::kConstexpr) kw.value(*l.value);
   }
+}
+
+bool fast_key_and_pack(const KernelState& kernel, const ArgValue* args, Key& key, uint64_t* slots,
+                       uint32_t* nslots) {
+  const size_t n = kernel.specs.size();
+  const ParamSpec* specs = kernel.specs.data();
+  uint64_t* w = key.w;
+  uint64_t* out = slots;
+  KeyWriter kw(kernel, key);
+  key.n = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const ParamSpec& p = specs[i];
+    const ArgValue& v = args[i];
+    if (TE_UNLIKELY(p.ann != AnnKind::kNone)) return false;
+    if (TE_LIKELY(!p.is_constexpr)) {
+      switch (v.kind) {
+        case ArgKind::kPointer:
+          if (TE_UNLIKELY(v.dtype == DType::invalid || (v.flags & kArgHostMemory) != 0)) return false;
+          *w++ = leaf_word(LeafKind::kPointer, v.dtype, int_key(v, p.specialize, p.align),
+                           p.is_const ? 1 : 0, 0);
+          *out++ = v.u;
+          continue;
+        case ArgKind::kInt:
+          if (p.specialize && int_is_one(v)) break;  // a constexpr leaf, below
+          *w++ = leaf_word(LeafKind::kScalar,
+                           v.big ? DType::u64 : (int_fits(DType::i32, v) ? DType::i32 : DType::i64),
+                           int_key(v, p.specialize, p.align), 0, 0);
+          *out++ = v.u;
+          continue;
+        case ArgKind::kBool:
+          *w++ = leaf_word(LeafKind::kScalar, DType::u1, SpecKey::kNone, 0, 0);
+          *out++ = v.u;
+          continue;
+        case ArgKind::kFloat: {
+          *w++ = leaf_word(LeafKind::kScalar, DType::fp32, SpecKey::kNone, 0, 0);
+          const float f = static_cast<float>(v.f);
+          uint32_t bits;
+          std::memcpy(&bits, &f, sizeof(bits));
+          *out++ = bits;
+          continue;
+        }
+        case ArgKind::kNone:
+        case ArgKind::kConstexpr:
+        case ArgKind::kJitFunction:
+          break;  // constexpr leaves
+        default:
+          return false;  // forced scalars, tuples; strings, dtypes, objects raise there
+      }
+    } else if (TE_UNLIKELY(contains_pointer(v))) {
+      return false;  // raises on the general path
+    }
+    // A constexpr leaf: its word and the value's.
+    if (TE_UNLIKELY(v.kind == ArgKind::kTuple || v.kind == ArgKind::kPyObject ||
+                    constexpr_words(v) > kFastConstexprWords ||
+                    static_cast<size_t>(w - key.w) + 1 + kFastConstexprWords > kMaxKeyWords)) {
+      return false;
+    }
+    *w++ = leaf_word(LeafKind::kConstexpr, DType::invalid, SpecKey::kNone, 0, 0);
+    key.n = static_cast<uint32_t>(w - key.w);
+    kw.value(v);
+    w = key.w + key.n;
+  }
+  key.n = static_cast<uint32_t>(w - key.w);
+  *nslots = static_cast<uint32_t>(out - slots);
+  return true;
 }
 
 // ---- packing ----------------------------------------------------------------------------

@@ -50,6 +50,14 @@ void specialize(const KernelState& kernel, const ArgValue* args, LeafList& out);
 // Writes the cache key words for the leaves (the caller sets target and options).
 void build_key(const KernelState& kernel, const LeafList& leaves, Key& key);
 
+// The common case in one pass: when every parameter is unannotated and every value a
+// pointer, integer, bool, float or a constexpr of a few words, writes the key words
+// specialize() + build_key() would write (the caller sets target and options) and the
+// packed runtime values (pack_leaf()'s patterns), and returns true. Otherwise returns false
+// and the caller takes the general path, which also raises the errors.
+bool fast_key_and_pack(const KernelState& kernel, const ArgValue* args, Key& key, uint64_t* slots,
+                       uint32_t* nslots);
+
 // The 64-bit pattern passed for a runtime (non-constexpr) leaf, as Triton's launcher
 // converts the Python value: integers sign- or zero-extended, fp16 rounded to nearest even,
 // bf16 truncated from fp32, fp32/fp64 IEEE bits, pointers as addresses. The kernel reads the

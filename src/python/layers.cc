@@ -350,12 +350,18 @@ void load_layers(KernelState& k, void* wrappers_list) {
         auto h = std::make_unique<Heuristic>();
         h->name = e[0].cast<std::string>();
         const int p = find_param_by_name(k, h->name);
-        TE_CHECK(p >= 0, NotSupportedError)
-            << full_name(k) << ": @triton.heuristics sets '" << h->name << "', which is not a "
-            << "parameter of " << call_signature(k)
-            << "; heuristics that set Triton options (num_warps, ...) cannot be launched from "
-               "C++ yet";
-        h->param = static_cast<uint32_t>(p);
+        if (p >= 0) {
+          h->param = static_cast<uint32_t>(p);
+        } else {
+          // Not a parameter: Python passes it to the JITFunction as a keyword, which reads it
+          // as an option (num_warps, ...); an unknown name fails at the first compile.
+          h->option = true;
+          h->option_bit = h->name == "num_warps"    ? kOptNumWarps
+                          : h->name == "num_stages" ? kOptNumStages
+                          : h->name == "num_ctas"   ? kOptNumCtas
+                          : h->name == "maxnreg"    ? kOptMaxnreg
+                                                    : kOptOther;
+        }
         Py_INCREF(e[1].ptr());
         k.py_default_objects.push_back(e[1].ptr());
         h->py_fn = e[1].ptr();
@@ -400,6 +406,15 @@ ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
       for (uint32_t i = 0; i < f.nkw; ++i) add(f.kw[i]);
       pyb::tuple r = py::glue().attr("eval_heuristic")(pyb::handle(static_cast<PyObject*>(h.py_fn)),
                                                        values, pointers);
+      if (h.option && !r[0].is_none() && !pyb::isinstance<pyb::bool_>(r[0]) &&
+          !pyb::isinstance<pyb::int_>(r[0]) && !pyb::isinstance<pyb::float_>(r[0]) &&
+          !pyb::isinstance<pyb::str>(r[0])) {
+        TE_THROW(TypeError) << full_name(k) << ": heuristic '" << h.name << "' returned "
+                            << pyb::str(pyb::repr(r[0])).cast<std::string>() << " ("
+                            << pyb::str(r[0].get_type().attr("__name__")).cast<std::string>()
+                            << "), but '" << h.name
+                            << "' is a Triton option: return a bool, int, float, str or None";
+      }
       if (!value_from_python(k, r[0], result)) {
         result = keep_object(k, r[0]);
         memo = false;

@@ -3,6 +3,8 @@
 
 #include <ATen/DLConvertor.h>
 #include <ATen/core/Tensor.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/Exception.h>
@@ -156,6 +158,17 @@ void interpret_on_host(const JitFunction& fn, const GridSpec& grid, ArgValue* ar
   }
 }
 
+// The launch on torch's current stream of device `index` (made current by the caller).
+void launch_on(const JitFunction& fn, const GridSpec& grid, ArgValue* args, size_t nargs,
+               const CallArgs& call, c10::DeviceIndex index) {
+  const Stream stream = reinterpret_cast<Stream>(c10::cuda::getCurrentCUDAStream(index).stream());
+  if (call.nnamed == 0 && fn.state() != nullptr && fn.wrapper().empty()) {
+    launch(fn.state(), fn.interned_options(), grid, stream, args, nargs);
+  } else {
+    launch_call(fn.state(), fn.interned_options(), grid, stream, call);
+  }
+}
+
 }  // namespace
 
 void throw_bad_scalar(const c10::Scalar& s) {
@@ -185,7 +198,7 @@ void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, s
   for (size_t i = 0; i < ntensors; ++i) {
     const TensorRef& r = tensors[i];
     const at::Tensor& t = *r.tensor;
-    if (triton_dtype(t.scalar_type()) == DType::invalid) throw_bad_dtype(fn, r);
+    if (C10_UNLIKELY(triton_dtype(t.scalar_type()) == DType::invalid)) throw_bad_dtype(fn, r);
     const c10::Device d = t.device();
     if (d.is_cuda()) {
       if (cuda == nullptr) {
@@ -205,15 +218,17 @@ void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, s
     interpret_on_host(fn, grid, args, nargs, tensors, ntensors, call);
     return;
   }
-  const c10::DeviceIndex index =
-      cuda != nullptr ? cuda->tensor->device().index() : c10::cuda::current_device();
-  const c10::cuda::CUDAGuard guard(index);
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(index).stream();
-  if (nnamed == 0 && fn.state() != nullptr && fn.wrapper().empty()) {
-    launch(fn.state(), fn.interned_options(), grid, reinterpret_cast<Stream>(stream), args, nargs);
-  } else {
-    launch_call(fn.state(), fn.interned_options(), grid, reinterpret_cast<Stream>(stream), call);
+  // The tensors' device made current for the launch. Usually it already is: then no guard,
+  // whose restore on exit asks the driver about the primary context on every launch.
+  c10::DeviceIndex current = -1;
+  C10_CUDA_CHECK(c10::cuda::GetDevice(&current));
+  const c10::DeviceIndex index = cuda != nullptr ? cuda->tensor->device().index() : current;
+  if (C10_UNLIKELY(index != current)) {
+    const c10::cuda::CUDAGuard guard(index);
+    launch_on(fn, grid, args, nargs, call, index);
+    return;
   }
+  launch_on(fn, grid, args, nargs, call, index);
 }
 
 }  // namespace triton_embed::detail

@@ -140,6 +140,48 @@ TEST_F(Autotune, HeuristicsGivePythonsValuesAndHash) {
             warm_hash("heur_dtype_kernel", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 64, 64)"));
 }
 
+TEST_F(Autotune, HeuristicsThatSetTritonOptions) {
+  // num_warps and num_stages set by heuristics compile as Python's keywords do (same hash),
+  // None leaves the default, and the options are memoised like any heuristic value.
+  te::JitFunction heur("te_tune_kernels", "heur_options_kernel");
+  struct Case {
+    int n;
+    int warps;
+  };
+  for (const Case c : {Case{4096, 8}, Case{100, 2}, Case{1000, 4}, Case{4096, 8}, Case{100, 2}}) {
+    SCOPED_TRACE(c.n);
+    const std::string args = "(P(0x10000, 'float32'), P(0x20000, 'float32'), " + std::to_string(c.n) + ")";
+    const te::CompiledKernel& k = heur.compile(at<float>(0x10000), at<float>(0x20000), c.n);
+    EXPECT_EQ(k.num_warps(), c.warps);
+    EXPECT_EQ(k.num_stages(), 2);
+    EXPECT_EQ(k.hash(), warm_hash("heur_options_kernel", args));
+  }
+  // The handle's options are the base the heuristic's value replaces.
+  const te::JitFunction w16 = heur.with_options(te::Options().num_warps(16).num_stages(4));
+  EXPECT_EQ(w16.compile(at<float>(0x10000), at<float>(0x20000), 100).num_warps(), 2);
+  EXPECT_EQ(w16.compile(at<float>(0x10000), at<float>(0x20000), 1000).num_warps(), 4);
+  EXPECT_EQ(w16.compile(at<float>(0x10000), at<float>(0x20000), 1000).num_stages(), 2);
+
+  te::JitFunction over("te_tune_kernels", "heur_options_over_tuner_kernel");
+  try {
+    (void)over.compile(at<float>(0x10000), at<float>(0x20000), 100);
+    ADD_FAILURE() << "expected TypeError";
+  } catch (const te::TypeError& e) {
+    EXPECT_STREQ(e.what(), "heur_options_over_tuner_kernel(x_ptr, out_ptr, n, BLOCK): got multiple "
+                           "values for keyword argument 'num_warps': a @triton.heuristics outside "
+                           "the autotuner sets it, and so does every autotune config");
+  }
+  te::JitFunction bad("te_tune_kernels", "heur_bad_option_kernel");
+  try {
+    (void)bad.compile(at<float>(0x10000), at<float>(0x20000), 100, 64);
+    ADD_FAILURE() << "expected TypeError";
+  } catch (const te::TypeError& e) {
+    EXPECT_STREQ(e.what(), "te_tune_kernels.heur_bad_option_kernel: heuristic 'num_warps' returned "
+                           "[4] (list), but 'num_warps' is a Triton option: "
+                           "return a bool, int, float, str or None");
+  }
+}
+
 TEST_F(Autotune, HeuristicsRunPythonOnlyWhenWhatTheyReadChanges) {
   te::JitFunction heur("te_tune_kernels", "counted_heur_kernel");
   py_exec("te_tune_kernels.HEUR_CALLS.clear()");

@@ -23,12 +23,17 @@ namespace {
 struct Case {
   std::string py;  // the same value in Python
   std::function<py::object(const te::JitFunction&)> ours;
+  std::function<int(const te::JitFunction&)> fast_agrees;  // the launch's one-pass path
 };
 
 template <class T>
 Case make_case(T value, std::string py_expr) {
-  return Case{std::move(py_expr), [value](const te::JitFunction& fn) {
+  return Case{std::move(py_expr),
+              [value](const te::JitFunction& fn) {
                 return te_test::steal(te::detail::testing::specialization_of(fn, value));
+              },
+              [value](const te::JitFunction& fn) {
+                return te::detail::testing::fast_path_agrees_for(fn, value);
               }};
 }
 
@@ -240,6 +245,29 @@ TEST_F(SpecializeParity, EveryValueOnEveryFlagAndAnnotation) {
   EXPECT_GT(predicted_errors, 900);
   std::printf("compared %d specialisations with Triton's, predicted %d errors\n", compared,
               predicted_errors);
+}
+
+TEST_F(SpecializeParity, LaunchOnePassPathAgreesWithTheGeneralPath) {
+  // The launch path keys and packs common calls in one pass; it must give the key words and
+  // packed values the general path gives, for every value on every kernel, or decline.
+  const std::vector<Case> cases = all_cases();
+  int agreed = 0, declined = 0;
+  for (const char* kernel : kKernels) {
+    te::JitFunction fn("te_spec_kernels", kernel);
+    for (const Case& c : cases) {
+      int r = -2;
+      try {
+        r = c.fast_agrees(fn);
+      } catch (const te::Error&) {
+        continue;  // the general path raises for this value
+      }
+      EXPECT_NE(r, 0) << kernel << "(" << c.py << "): the one-pass key or packing differs";
+      (r == 1 ? agreed : declined)++;
+    }
+  }
+  EXPECT_GT(agreed, 300);
+  EXPECT_GT(declined, 100);
+  std::printf("one-pass path: %d calls agreed, %d declined\n", agreed, declined);
 }
 
 TEST_F(SpecializeParity, ForcedScalarsMatchAnnotations) {

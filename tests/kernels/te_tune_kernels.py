@@ -93,6 +93,40 @@ def heur_dtype_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, IS_HALF: tl.conste
     tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
+# Heuristics that set Triton options: Python passes them to the JITFunction as keywords, which
+# it reads as options. None leaves the option at its default.
+@triton.heuristics({
+    "BLOCK": lambda args: 1024 if args["n"] >= 4096 else 128,
+    "num_warps": lambda args: 8 if args["n"] >= 4096 else (None if args["n"] == 1000 else 2),
+    "num_stages": lambda args: 2,
+})
+@triton.jit
+def heur_options_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """out = x * 2."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+
+# An option heuristic outside an autotuner: every Config passes num_warps too (Python raises
+# TypeError when it runs the kernel).
+@triton.heuristics({"num_warps": lambda args: 2})
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})], key=["n"])
+@triton.jit
+def heur_options_over_tuner_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+
+@triton.heuristics({"num_warps": lambda args: [4]})
+@triton.jit
+def heur_bad_option_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+
 # ---- autotune --------------------------------------------------------------------------------
 
 

@@ -36,6 +36,19 @@ int dry_run(const JitFunction& fn, uint64_t* slots_out, const Args&... args) {
   return host_path_dry_run(fn.state(), fn.interned_options(), vals, sizeof...(Args), slots_out);
 }
 
+/*! The launch path's one-pass key and packing against the general path for these
+ *  arguments: 1 when both give the same key words and packed values, 0 when they differ,
+ *  -1 when the one-pass path declines the call (the general path takes it). Raises what the
+ *  general path raises. */
+TRITON_EMBED_API int fast_path_agrees(KernelState* kernel, const ArgValue* args, size_t nargs);
+
+template <class... Args>
+int fast_path_agrees_for(const JitFunction& fn, const Args&... args) {
+  ArgValue vals[kArgSlots<Args...> + 1];
+  fill_args(vals, args...);
+  return fast_path_agrees(fn.state(), vals, sizeof...(Args));
+}
+
 /*! Number of Triton compiles this process has run through triton_embed. */
 TRITON_EMBED_API long compile_count();
 
