@@ -1,5 +1,7 @@
 """Kernels of the launch-overhead benchmark: the same trivial body with 1, 4, 16 and 32 pointer
-arguments (every argument is read, so each is a real kernel parameter)."""
+arguments (every argument is read, so each is a real kernel parameter), and the vector add of
+pykernels.vector wrapped in @triton.heuristics and in @triton.autotune (same parameters, same
+body), so that their launches compare like with like with the plain add_kernel's."""
 
 import triton
 import triton.language as tl
@@ -80,3 +82,40 @@ def args_32(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15
     acc += tl.load(p30)
     acc += tl.load(p31)
     tl.store(p0, acc)
+
+
+@triton.heuristics({"EVEN": lambda args: args["n_elements"] % args["BLOCK"] == 0})
+@triton.jit
+def add_heuristics_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK: tl.constexpr,
+                          EVEN: tl.constexpr):
+    """out = x + y, as pykernels.vector.add_kernel; EVEN (n_elements a multiple of BLOCK, set
+    by the heuristic from an int argument and the caller's BLOCK) drops the mask."""
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        tl.store(out_ptr + offsets, tl.load(x_ptr + offsets) + tl.load(y_ptr + offsets))
+    else:
+        mask = offsets < n_elements
+        x = tl.load(x_ptr + offsets, mask=mask)
+        y = tl.load(y_ptr + offsets, mask=mask)
+        tl.store(out_ptr + offsets, x + y, mask=mask)
+
+
+@triton.autotune(
+    configs=[
+        triton.Config({"BLOCK": 1024}, num_warps=4),
+        triton.Config({"BLOCK": 512}, num_warps=4),
+        triton.Config({"BLOCK": 1024}, num_warps=8),
+    ],
+    key=["n_elements"],
+)
+@triton.jit
+def add_autotune_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    """out = x + y, as pykernels.vector.add_kernel, with BLOCK and num_warps tuned on
+    n_elements; grid: (cdiv(n_elements, BLOCK),)."""
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x + y, mask=mask)

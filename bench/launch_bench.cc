@@ -2,8 +2,10 @@
 //
 //   launch_bench gpu OUT.json      every GPU measurement in one process: raw cuLaunchKernelEx on
 //                                  the same cubin and arguments, triton_embed with raw pointers
-//                                  and with at::Tensor, ops through the dispatcher, argument
-//                                  count and thread scaling, memory of the interpreter
+//                                  and with at::Tensor, named arguments, @triton.heuristics and
+//                                  @triton.autotune kernels (after tuning), ops through the
+//                                  dispatcher, argument count and thread scaling, memory of the
+//                                  interpreter
 //   launch_bench first-launch      one process up to its first launch (run by run.py with an
 //                                  empty and a warm Triton cache); prints a JSON line
 //   launch_bench host-path N       CPU only: the host path up to the driver call for cuda:90,
@@ -160,6 +162,16 @@ struct Json {
     first = false;
     return *this;
   }
+  Json& str(const std::string& k, const std::string& v) {
+    os << (first ? "" : ", ") << "\"" << k << "\": \"";
+    for (char c : v) {
+      if (c == '"' || c == '\\') os << '\\';
+      os << c;
+    }
+    os << "\"";
+    first = false;
+    return *this;
+  }
   std::string str() const { return os.str() + "}"; }
 };
 
@@ -191,6 +203,70 @@ void args_case(Json& out, const Driver& d, CUstream s) {
       per_call_us({[&] { raw.launch(d, 1, s, params.data()); }, ours}, s, d);
   const double r = t[0], o = t[1];
   out.num("args" + std::to_string(N) + "_raw_us", r).num("args" + std::to_string(N) + "_ours_us", o);
+}
+
+// The value of meta-parameter `name` in a tuned configuration (Python's repr of an int).
+int64_t config_int(const te::TunedConfig& c, const std::string& name) {
+  for (const auto& kv : c.kwargs) {
+    if (kv.first == name) return std::stoll(kv.second);
+  }
+  throw std::runtime_error("config '" + c.str + "' has no " + name);
+}
+
+// Named arguments, @triton.heuristics and @triton.autotune after tuning, each measured in one
+// interleaved group beside raw cuLaunchKernelEx on the cubin that very launch runs (the
+// kernel compile()/prepare() give for the same arguments): the raw floor of each row is its
+// own kernel's. All three kernels are the 4096-element vector add (x, y, out, n; BLOCK and
+// the heuristic's EVEN are constexprs), so each passes the same 6 kernel parameters.
+void layers_case(Json& out, const Driver& d, CUstream s, const float* xp, const float* yp,
+                 float* op) {
+  using namespace te::literals;
+  const te::Stream ts = reinterpret_cast<te::Stream>(s);
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  const te::JitFunction heur("bench_kernels", "add_heuristics_kernel");
+  const te::JitFunction tuned("bench_kernels", "add_autotune_kernel");
+
+  // Tune first (on the GPU, on this stream), outside the timing: prepare() returns the chosen
+  // configuration's kernel, tuning_result() the choice.
+  auto tuned_grid = [](const te::Meta& m) { return te::Grid(te::cdiv(kN, m["BLOCK"])); };
+  const te::CompiledKernel& kt = tuned.prepare(tuned_grid, xp, yp, op, kN);
+  const te::TuningResult* tr = tuned.tuning_result(xp, yp, op, kN);
+  if (tr == nullptr) throw std::runtime_error("add_autotune_kernel: no tuning result after prepare()");
+  const unsigned tuned_programs = static_cast<unsigned>(te::cdiv(kN, config_int(tr->best, "BLOCK")));
+  if (kt.num_warps() != tr->best.num_warps) {
+    throw std::runtime_error("prepare() gave a kernel of another config than " + tr->best.str);
+  }
+  const te::CompiledKernel& kh = heur.compile(xp, yp, op, kN, kBlock);
+  const te::CompiledKernel& ka = add.compile(xp, yp, op, kN, kBlock);
+  for (const te::CompiledKernel* k : {&ka, &kh, &kt}) {
+    if (k->num_kernel_params() != 6) {
+      throw std::runtime_error(k->name() + ": expected 6 kernel parameters, got " +
+                               std::to_string(k->num_kernel_params()));
+    }
+  }
+  const RawKernel raw_add(d, ka), raw_heur(d, kh), raw_tuned(d, kt);
+  int n = static_cast<int>(kN);
+  uint64_t slots[6] = {reinterpret_cast<uint64_t>(xp), reinterpret_cast<uint64_t>(yp),
+                       reinterpret_cast<uint64_t>(op), 0, 0, 0};
+  void* params[6];
+  for (int i = 0; i < 6; ++i) params[i] = &slots[i];
+  params[3] = &n;
+
+  const std::vector<double> t = per_call_us(
+      {[&] { raw_add.launch(d, 4, s, params); },
+       [&] { add.launch({4}, ts, xp, yp, op, kN, kBlock); },
+       [&] { add.launch({4}, ts, xp, yp, op, "n_elements"_a = kN, "BLOCK"_a = kBlock); },
+       [&] { raw_heur.launch(d, 4, s, params); },
+       [&] { heur.launch({4}, ts, xp, yp, op, kN, kBlock); },
+       [&] { raw_tuned.launch(d, tuned_programs, s, params); },
+       [&] { tuned.launch(tuned_grid, ts, xp, yp, op, kN); },
+       [&] { tuned.launch({tuned_programs}, ts, xp, yp, op, kN); }},
+      s, d);
+  out.num("layers_raw_us", t[0]).num("layers_positional_us", t[1]).num("layers_named_us", t[2]);
+  out.num("layers_heuristics_raw_us", t[3]).num("layers_heuristics_us", t[4]);
+  out.num("layers_autotune_raw_us", t[5]).num("layers_autotune_us", t[6]);
+  out.num("layers_autotune_fixed_grid_us", t[7]);
+  out.str("layers_autotune_best", tr->best.str);
 }
 
 // Aggregate launches per second of `threads` threads, each on its own stream.
@@ -294,6 +370,8 @@ int run_gpu(const char* out_path) {
     again.launch({4}, ts, xp, yp, op, kN, kBlock);
     out.num("first_launch_in_memory_hit_us", seconds_since(t0) * 1e6);
   }
+
+  layers_case(out, d, s, xp, yp, op);
 
   args_case<1>(out, d, s);
   args_case<4>(out, d, s);

@@ -1,7 +1,9 @@
 """The Python side of the launch-overhead benchmark (bench/run.py runs it).
 
   python_bench.py launch OUT.json   Python Triton kernel[grid](...) and CompiledKernel launches,
-                                   and the ops from Python beside torch's
+                                   the @triton.heuristics and (after tuning) @triton.autotune
+                                   vector adds of bench_kernels.py, and the ops from Python
+                                   beside torch's
   python_bench.py first-launch     a new process up to its first kernel[grid](...) launch
 
 Same kernel and arguments as launch_bench (pykernels.vector.add_kernel, n = 4096, BLOCK 1024),
@@ -42,6 +44,7 @@ def launch(out_path):
     import torch
 
     import triton_embed  # noqa: F401  (torch.ops.triton_embed)
+    from bench_kernels import add_autotune_kernel, add_heuristics_kernel
     from pykernels.vector import add_kernel
 
     x = torch.rand(N, device="cuda")
@@ -51,14 +54,22 @@ def launch(out_path):
     sync = torch.cuda.synchronize
     compiled = add_kernel[grid](x, y, o, N, BLOCK=BLOCK)
     runner = compiled[(grid[0], 1, 1)]
+    # The autotuned add is tuned here, before any timing; its grid follows the tuned BLOCK.
+    tuned_grid = lambda META: (triton_cdiv(N, META["BLOCK"]),)  # noqa: E731
+    add_autotune_kernel[tuned_grid](x, y, o, N)
+    sync()
     names = ["python_kernel_grid_us", "python_compiled_kernel_us", "py_op_triton_embed_add_us",
-             "py_op_aten_add_us", "py_torch_add_us"]
+             "py_op_aten_add_us", "py_torch_add_us", "python_heuristics_kernel_grid_us",
+             "python_autotune_kernel_grid_us"]
     fns = [lambda: add_kernel[grid](x, y, o, N, BLOCK=BLOCK),
            lambda: runner(x, y, o, N, BLOCK),
            lambda: torch.ops.triton_embed.add(x, y),
            lambda: torch.ops.aten.add(x, y),
-           lambda: torch.add(x, y)]
+           lambda: torch.add(x, y),
+           lambda: add_heuristics_kernel[grid](x, y, o, N, BLOCK=BLOCK),
+           lambda: add_autotune_kernel[tuned_grid](x, y, o, N)]
     results = dict(zip(names, per_call_us(fns, sync)))
+    results["python_autotune_best"] = str(add_autotune_kernel.best_config)
     with open(out_path, "w") as f:
         json.dump(results, f)
     print(json.dumps(results))
