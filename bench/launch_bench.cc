@@ -218,6 +218,47 @@ int64_t config_int(const te::TunedConfig& c, const std::string& name) {
 // kernel compile()/prepare() give for the same arguments): the raw floor of each row is its
 // own kernel's. All three kernels are the 4096-element vector add (x, y, out, n; BLOCK and
 // the heuristic's EVEN are constexprs), so each passes the same 6 kernel parameters.
+// Ops whose kernels pick num_warps by @triton.heuristics, against ATen, in device-inclusive
+// time: each round is 20 calls and a stream synchronisation, interleaved, median of 30 rounds.
+void ops_device_case(Json& out, const Driver& d, CUstream s) {
+  struct Shape {
+    const char* name;
+    int64_t rows, cols;
+    at::ScalarType dtype;
+  };
+  for (const Shape& sh : {Shape{"softmax_4096x1000_fp32", 4096, 1000, at::kFloat},
+                          Shape{"softmax_1024x8192_fp32", 1024, 8192, at::kFloat},
+                          Shape{"layer_norm_4096x4096_fp16", 4096, 4096, at::kHalf}}) {
+    const at::Tensor x = at::randn({sh.rows, sh.cols}, at::device(at::kCUDA).dtype(sh.dtype));
+    const at::Tensor w = at::randn({sh.cols}, at::device(at::kCUDA).dtype(sh.dtype));
+    const at::Tensor b = at::randn({sh.cols}, at::device(at::kCUDA).dtype(sh.dtype));
+    const bool softmax = std::string(sh.name).rfind("softmax", 0) == 0;
+    std::function<void()> ours = [&] {
+      (void)(softmax ? te::ops::softmax(x) : te::ops::layer_norm(x, {sh.cols}, w, b));
+    };
+    std::function<void()> aten = [&] {
+      (void)(softmax ? at::softmax(x, -1) : at::layer_norm(x, {sh.cols}, w, b));
+    };
+    std::vector<std::function<void()>> fs{ours, aten};
+    for (auto& f : fs) {
+      for (int i = 0; i < 5; ++i) f();
+    }
+    check(d.stream_synchronize(s), "cuStreamSynchronize");
+    std::vector<std::vector<double>> t(fs.size());
+    for (int round = 0; round < 30; ++round) {
+      for (size_t k = 0; k < fs.size(); ++k) {
+        const auto t0 = Clock::now();
+        for (int i = 0; i < 20; ++i) fs[k]();
+        check(d.stream_synchronize(s), "cuStreamSynchronize");
+        t[k].push_back(seconds_since(t0) * 1e6 / 20);
+      }
+    }
+    for (auto& v : t) std::sort(v.begin(), v.end());
+    out.num(std::string("op_") + sh.name + "_te_us", t[0][t[0].size() / 2]);
+    out.num(std::string("op_") + sh.name + "_at_us", t[1][t[1].size() / 2]);
+  }
+}
+
 void layers_case(Json& out, const Driver& d, CUstream s, const float* xp, const float* yp,
                  float* op) {
   using namespace te::literals;
@@ -372,6 +413,7 @@ int run_gpu(const char* out_path) {
   }
 
   layers_case(out, d, s, xp, yp, op);
+  ops_device_case(out, d, s);
 
   args_case<1>(out, d, s);
   args_case<4>(out, d, s);

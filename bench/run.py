@@ -92,6 +92,10 @@ def targets(r):
     add("Python op: torch.ops.triton_embed.add <= torch.ops.aten.add",
         r["py_op_triton_embed_add_us"] / r["py_op_aten_add_us"], 1.0,
         r["py_op_triton_embed_add_us"] <= r["py_op_aten_add_us"])
+    for shape in ("softmax_4096x1000_fp32", "softmax_1024x8192_fp32", "layer_norm_4096x4096_fp16"):
+        if f"op_{shape}_te_us" in r:
+            ratio = r[f"op_{shape}_te_us"] / r[f"op_{shape}_at_us"]
+            add(f"C++ op {shape} (heuristic num_warps), device time <= ATen", ratio, 1.0, ratio <= 1.0)
     ratio8 = r["threads8_ours_launches_per_s"] / r["threads8_raw_launches_per_s"]
     add("8 threads: aggregate >= 0.9x raw", ratio8, 0.9, ratio8 >= 0.9)
     return rows

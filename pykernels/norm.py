@@ -11,6 +11,8 @@ atomics (deterministic).
 import triton
 import triton.language as tl
 
+from pykernels.heuristics import row_warps
+
 
 @triton.jit
 def _affine(y, w_ptr, b_ptr, offs, mask, CT: tl.constexpr):
@@ -32,6 +34,7 @@ def _load_x_wdy(x_row, dy_row, w_ptr, offs, mask, CT: tl.constexpr):
     return x, wdy
 
 
+@triton.heuristics({"num_warps": row_warps})
 @triton.jit
 def norm_fwd_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, eps, BLOCK: tl.constexpr):
     """y = (x - mean) * rstd * w + b per row, rstd = 1 / sqrt(var + eps) (biased variance);
@@ -77,6 +80,7 @@ def norm_fwd_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, eps, BLOC
     tl.store(rstd_ptr + row, rstd)
 
 
+@triton.heuristics({"num_warps": row_warps})
 @triton.jit
 def norm_bwd_dx_kernel(dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, N, BLOCK: tl.constexpr):
     """dx = rstd * (w*dy - xhat * mean(w*dy * xhat) - mean(w*dy)) per row; with mean_ptr None

@@ -7,7 +7,10 @@ single pass; wider rows loop over column blocks. Math runs in ``COMPUTE``.
 import triton
 import triton.language as tl
 
+from pykernels.heuristics import row_warps
 
+
+@triton.heuristics({"num_warps": row_warps})
 @triton.jit
 def softmax_fwd_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK: tl.constexpr,
                        COMPUTE: tl.constexpr):
@@ -46,6 +49,7 @@ def softmax_fwd_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK: 
             tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.heuristics({"num_warps": row_warps})
 @triton.jit
 def softmax_bwd_kernel(dy_ptr, y_ptr, dx_ptr, n_cols, dy_row_stride, y_row_stride, dx_row_stride,
                        BLOCK: tl.constexpr, COMPUTE: tl.constexpr):

@@ -273,6 +273,12 @@ int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const
   KernelState& k = *kernel;
   const uint32_t target = explicit_target_code();
   TE_CHECK(target != 0, ValueError) << "host_path_dry_run needs an explicit target";
+  if (TE_UNLIKELY(!k.layers.empty())) {
+    CallArgs call;
+    call.vals = args;
+    call.npos = static_cast<uint32_t>(nargs);
+    return dry_run_call(kernel, options, call, slots_out);
+  }
   Bound b;
   uint64_t slots[kMaxLeaves + 2];
   void* params[kMaxLeaves + 2];

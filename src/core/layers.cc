@@ -12,6 +12,7 @@
 #include "core/compile.h"
 #include "core/errors.h"
 #include "core/kernel_state.h"
+#include "triton_embed/detail/testing.h"
 #include "cuda/driver.h"
 
 namespace triton_embed::detail {
@@ -182,6 +183,8 @@ struct Walk {
   std::vector<const CompiledKernel*>* all = nullptr;
   const TuningResult* result = nullptr;
   bool found_tuner = false;
+  uint64_t* slots = nullptr;  // kDryRun
+  int dry = 0;
 };
 
 ArgValue heuristic_value(KernelState& k, Heuristic& h, const Frame& f) {
@@ -280,6 +283,9 @@ void finish(Walk& w, Frame& f) {
       interpret(&w.inner, *f.grid, f.vals, f.np);
       return;
     case FrameMode::kQuery:
+      return;
+    case FrameMode::kDryRun:
+      w.dry = host_path_dry_run(&w.inner, f.options, f.vals, f.np, w.slots);
       return;
   }
 }
@@ -445,6 +451,14 @@ const TuningResult* tuning_result_call(KernelState* kernel, const InternedOption
   TE_CHECK(w.found_tuner, ValueError)
       << full_name(*kernel) << " is not wrapped in @triton.autotune; it has no tuning result";
   return w.result;
+}
+
+int dry_run_call(KernelState* kernel, const InternedOptions* options, const CallArgs& call,
+                 uint64_t* slots_out) {
+  Walk w{*kernel, inner_of(kernel)};
+  w.slots = slots_out;
+  start(kernel, options, call, FrameMode::kDryRun, nullptr, nullptr, w);
+  return w.dry;
 }
 
 void interpret_call(KernelState* kernel, const GridSpec& grid, const CallArgs& call) {

@@ -104,7 +104,7 @@ struct Layer {
 };
 
 // What a call through the layers is for.
-enum class FrameMode : uint8_t { kLaunch, kCompile, kPrepare, kWarmup, kInterpret, kQuery };
+enum class FrameMode : uint8_t { kLaunch, kCompile, kPrepare, kWarmup, kInterpret, kQuery, kDryRun };
 
 // The options a triton.Config always passes (all_kwargs), as bits of Frame::heuristic_options.
 constexpr uint32_t kOptNumWarps = 1, kOptNumStages = 2, kOptNumCtas = 4, kOptMaxnreg = 8,
@@ -157,6 +157,11 @@ void run_config_pre_hook(KernelState& k, const TuneLayer& t, const Choice& c, co
 
 // The memo key of a heuristic: exactly what its plan says it read.
 void heuristic_memo_key(const HeuristicPlan& plan, const Frame& f, MemoKey& key);
+
+// The launch path of a layered call up to the driver call (host_path_dry_run of the inner
+// kernel after the layers): the CPU benchmark's and tests' view of it.
+TRITON_EMBED_API int dry_run_call(KernelState* kernel, const InternedOptions* options,
+                                  const CallArgs& call, uint64_t* slots_out);
 
 // Binds a call into a frame (positional, then named; Python's binder errors as TypeError).
 void bind_frame(const KernelState& k, const CallArgs& call, Frame& f);

@@ -410,7 +410,16 @@ bool fast_key_and_pack(const KernelState& kernel, const ArgValue* args, Key& key
     } else if (TE_UNLIKELY(contains_pointer(v))) {
       return false;  // raises on the general path
     }
-    // A constexpr leaf: its word and the value's.
+    // A constexpr leaf: its word and the value's (KeyWriter::value's words).
+    if (TE_LIKELY(v.kind == ArgKind::kInt || v.kind == ArgKind::kBool ||
+                  v.kind == ArgKind::kFloat || v.kind == ArgKind::kNone)) {
+      if (TE_UNLIKELY(static_cast<size_t>(w - key.w) + 3 > kMaxKeyWords)) return false;
+      *w++ = leaf_word(LeafKind::kConstexpr, DType::invalid, SpecKey::kNone, 0, 0);
+      *w++ = static_cast<uint64_t>(v.kind) | static_cast<uint64_t>(v.dtype) << 8 |
+             static_cast<uint64_t>(v.big) << 16;
+      if (v.kind != ArgKind::kNone) *w++ = v.u;
+      continue;
+    }
     if (TE_UNLIKELY(v.kind == ArgKind::kTuple || v.kind == ArgKind::kPyObject ||
                     constexpr_words(v) > kFastConstexprWords ||
                     static_cast<size_t>(w - key.w) + 1 + kFastConstexprWords > kMaxKeyWords)) {

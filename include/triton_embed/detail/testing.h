@@ -13,6 +13,8 @@ namespace triton_embed::detail {
 
 TRITON_EMBED_API int host_path_dry_run(KernelState* kernel, const InternedOptions* options,
                                        const ArgValue* args, size_t nargs, uint64_t* slots_out);
+TRITON_EMBED_API int dry_run_call(KernelState* kernel, const InternedOptions* options,
+                                  const CallArgs& call, uint64_t* slots_out);
 
 namespace testing {
 
@@ -27,13 +29,17 @@ void* specialization_of(const JitFunction& fn, const Args&... args) {
   return specialization(fn.state(), vals, sizeof...(Args));
 }
 
-/*! The launch path up to the driver call (explicit target required). Returns the number of
- *  packed kernel parameters on a cache hit, -(n + 1) after a miss (which compiled). */
+/*! The launch path up to the driver call (explicit target required), named arguments and
+ *  wrapped kernels included. Returns the number of packed kernel parameters on a cache hit,
+ *  -(n + 1) after a miss (which compiled). */
 template <class... Args>
 int dry_run(const JitFunction& fn, uint64_t* slots_out, const Args&... args) {
-  ArgValue vals[kArgSlots<Args...> + 1];
-  fill_args(vals, args...);
-  return host_path_dry_run(fn.state(), fn.interned_options(), vals, sizeof...(Args), slots_out);
+  CallStorage<Args...> s(args...);
+  if constexpr (CallStorage<Args...>::kNamed == 0) {
+    return host_path_dry_run(fn.state(), fn.interned_options(), s.vals, sizeof...(Args), slots_out);
+  } else {
+    return dry_run_call(fn.state(), fn.interned_options(), s.call(), slots_out);
+  }
 }
 
 /*! The launch path's one-pass key and packing against the general path for these
