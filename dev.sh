@@ -6,6 +6,9 @@
 #                    examples/op_demo (torch ops from C++: on the GPU, or through
 #                    Triton's interpreter without one)
 #   ./dev.sh test    build and run every test (gtest, pytest, packaging, compile-fail)
+#   ./dev.sh sanitize  build in $BUILD-asan with ASan+UBSan and run the gtest and pytest
+#                    suites there; build in $BUILD-tsan with TSan and run the thread tests
+#                    (the README's "Sanitizers" section says what runs and what is suppressed)
 #   ./dev.sh build   only set up and build
 #
 # Python: $PYTHON if set; else python3 when it already has torch (a CUDA build), triton
@@ -78,6 +81,8 @@ setup_system() {
   CMAKE="$(command -v cmake || true)"
   [[ -z "$CMAKE" && -x "$(dirname "$PYTHON")/cmake" ]] && CMAKE="$(dirname "$PYTHON")/cmake"
   [[ -n "$CMAKE" ]] || die "cmake (>= 3.22) not found"
+  CTEST="$(dirname "$CMAKE")/ctest"
+  [[ -x "$CTEST" ]] || CTEST=ctest
   GENERATOR=()
   if command -v ninja >/dev/null || [[ -x "$(dirname "$PYTHON")/ninja" ]]; then
     command -v ninja >/dev/null || export PATH="$(dirname "$PYTHON"):$PATH"
@@ -99,6 +104,26 @@ build() {
   "$CMAKE" --build "$BUILD" --parallel "$(nproc)"
 }
 
+# One sanitizer build and its tests: sanitize_one DIR SANITIZERS CTEST_ARGS... Examples,
+# benchmark, packaging and compile-fail tests are left out of these builds (they gain nothing);
+# the ThreadSanitizer build has no torch layer (its thread tests do not use it).
+sanitize_one() {
+  local dir="$1" san="$2"
+  shift 2
+  local extra=()
+  [[ "$san" == thread ]] && extra=(-DTRITON_EMBED_TORCH=OFF)
+  if [[ -f "$dir/CMakeCache.txt" ]] && ! grep -Eq "^Python_EXECUTABLE:[A-Z]+=$PYTHON\$" "$dir/CMakeCache.txt"; then
+    log "Python changed: reconfiguring $dir from scratch"
+    rm -rf "$dir"
+  fi
+  "$CMAKE" -S "$ROOT" -B "$dir" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DPython_EXECUTABLE="$PYTHON" -DTRITON_EMBED_SANITIZE="$san" \
+    -DTRITON_EMBED_BUILD_EXAMPLES=OFF -DTRITON_EMBED_INSTALL=OFF "${extra[@]}" >/dev/null
+  "$CMAKE" --build "$dir" --parallel "$(nproc)"
+  log "running the tests under $san ($dir)"
+  "$CTEST" --test-dir "$dir" --output-on-failure -j "$(nproc)" "$@"
+}
+
 case "$CMD" in
   demo)
     build
@@ -109,15 +134,19 @@ case "$CMD" in
   test)
     build
     log "running the tests"
-    CTEST="$(dirname "$CMAKE")/ctest"
-    [[ -x "$CTEST" ]] || CTEST=ctest
     "$CTEST" --test-dir "$BUILD" --output-on-failure -j "$(nproc)"
+    ;;
+  sanitize)
+    setup_python
+    setup_system
+    sanitize_one "$BUILD-asan" address,undefined
+    sanitize_one "$BUILD-tsan" thread -L threads
     ;;
   build)
     build
     ;;
   *)
-    echo "usage: $0 demo|test|build" >&2
+    echo "usage: $0 demo|test|sanitize|build" >&2
     exit 2
     ;;
 esac

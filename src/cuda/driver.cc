@@ -57,8 +57,11 @@ Api load() {
             resolve(lib, "cuMemsetD8Async", a.cuMemsetD8Async, e) &&
             resolve(lib, "cuStreamIsCapturing", a.cuStreamIsCapturing, e);
   if (!ok) return a;
+  // Optional, for a sanity check of the parameter count only (load_function).
   a.cuFuncGetParamInfo = reinterpret_cast<decltype(a.cuFuncGetParamInfo)>(
-      dlsym(lib, "cuFuncGetParamInfo"));  // CUDA 12.4+; used for a sanity check only
+      dlsym(lib, "cuFuncGetParamInfo"));  // CUDA 12.4+
+  a.cuFuncGetParamCount = reinterpret_cast<decltype(a.cuFuncGetParamCount)>(
+      dlsym(lib, "cuFuncGetParamCount"));  // newer drivers (not in CUDA 13.0's cuda.h)
   const CUresult r = a.cuInit(0);
   if (r != CUDA_SUCCESS) {
     const char* name = nullptr;

@@ -31,6 +31,7 @@ struct Api {
   CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int) = nullptr;
   CUresult (*cuFuncSetCacheConfig)(CUfunction, CUfunc_cache) = nullptr;
   CUresult (*cuFuncGetParamInfo)(CUfunction, size_t, size_t*, size_t*) = nullptr;  // optional
+  CUresult (*cuFuncGetParamCount)(CUfunction, size_t*) = nullptr;                  // optional
   CUresult (*cuLaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
   CUresult (*cuMemAllocAsync)(CUdeviceptr*, size_t, CUstream) = nullptr;
   CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream) = nullptr;

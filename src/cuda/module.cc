@@ -66,16 +66,29 @@ void* load_function(const KernelState& k, Entry& e, const cuda::ContextInfo& ctx
     cuda::check(a.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
                 "cuFuncSetAttribute", what.c_str());
   }
-  if (a.cuFuncGetParamInfo != nullptr) {
-    // The launch passes the runtime arguments and Triton's two scratch pointers; check the
-    // kernel agrees before the first launch.
-    size_t count = 0, offset = 0, size = 0;
-    while (count < 4096 && a.cuFuncGetParamInfo(fn, count, &offset, &size) == CUDA_SUCCESS) ++count;
-    TE_CHECK(count == e.num_runtime_params + 2, Error)
+  // The launch passes the runtime arguments and Triton's two scratch pointers; check the
+  // kernel agrees before the first launch. No call here fails on a kernel that agrees (a
+  // failed driver call is an API error to compute-sanitizer): with cuFuncGetParamCount the
+  // count is compared; older drivers are asked about the last parameter the launch passes
+  // only, which must exist and be a pointer (the profile scratch pointer).
+  const size_t expected = e.num_runtime_params + 2;
+  size_t count = 0;
+  if (a.cuFuncGetParamCount != nullptr &&
+      a.cuFuncGetParamCount(fn, &count) == CUDA_SUCCESS) {
+    TE_CHECK(count == expected, Error)
         << what << ": the kernel takes " << count << " parameters but the launch passes "
-        << e.num_runtime_params + 2 << " (" << e.num_runtime_params
-        << " arguments and 2 scratch pointers); this Triton version's calling convention is "
-        << "not supported";
+        << expected << " (" << e.num_runtime_params << " arguments and 2 scratch pointers); "
+        << "this Triton version's calling convention is not supported";
+  } else if (a.cuFuncGetParamInfo != nullptr) {
+    size_t offset = 0, size = 0;
+    TE_CHECK(a.cuFuncGetParamInfo(fn, expected - 1, &offset, &size) == CUDA_SUCCESS, Error)
+        << what << ": the kernel takes fewer than the " << expected << " parameters the launch "
+        << "passes (" << e.num_runtime_params << " arguments and 2 scratch pointers); this "
+        << "Triton version's calling convention is not supported";
+    TE_CHECK(size == sizeof(void*), Error)
+        << what << ": parameter #" << expected - 1 << " is " << size << " bytes, not the "
+        << "scratch pointer the launch passes there; this Triton version's calling convention "
+        << "is not supported";
   }
   e.loaded[n].ctx = ctx.ctx;
   e.loaded[n].function = fn;

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The GPU test suites under NVIDIA's compute-sanitizer, on the GPU machine:
+#
+#   tests/gpu/compute_sanitizer.sh OUT_DIR
+#
+# Builds in $BUILD_DIR (default /tmp/build) with `./dev.sh build`, runs test_gpu, test_torch and
+# test_autotune once without a sanitizer (which also fills the Triton cache, so the sanitized
+# runs do not compile), then under memcheck, and test_gpu under racecheck (shared memory
+# hazards; the other suites' kernels are test_gpu's or the ops'). Writes one log per run to
+# OUT_DIR and OUT_DIR/summary.txt: each run's exit status, compute-sanitizer's error summary
+# and every CUDA API error it reported. A clean run has 0 errors in every summary and no API
+# errors but those a test provokes on purpose (test_gpu: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
+# from cuLaunchKernelEx in Gpu.ClustersPdlAndCooperativeLaunches).
+#
+# $COMPUTE_SANITIZER overrides /usr/local/cuda/bin/compute-sanitizer; $TESTS the suites
+# (default "test_gpu test_torch test_autotune"). Exits 1 when a run fails or reports errors.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+OUT="${1:?usage: $0 OUT_DIR}"
+BUILD="${BUILD_DIR:-/tmp/build}"
+CS="${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}"
+TESTS="${TESTS:-test_gpu test_torch test_autotune}"
+mkdir -p "$OUT" && OUT="$(cd "$OUT" && pwd)"
+[[ -x "$CS" ]] || { echo "compute-sanitizer not found at $CS" >&2; exit 2; }
+
+echo "building in $BUILD (log: $OUT/build.log)"
+if ! BUILD_DIR="$BUILD" "$ROOT/dev.sh" build >"$OUT/build.log" 2>&1; then
+  tail -40 "$OUT/build.log" >&2
+  exit 2
+fi
+
+# The tests' environment, as tests/CMakeLists.txt sets it (TE_TEST_ENV). Without torch's
+# caching allocator every tensor is its own cudaMalloc, so memcheck sees accesses past one.
+export TRITON_CACHE_DIR="$BUILD/triton_cache"
+export TRITON_EMBED_PYTHONPATH="$ROOT/tests/kernels"
+export PYTHONDONTWRITEBYTECODE=1
+export PYTORCH_NO_CUDA_MEMORY_CACHING=1
+
+failed=0
+summary="$OUT/summary.txt"
+{
+  echo "compute-sanitizer: $("$CS" --version | grep -i version | head -1)"
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
+  echo
+} >"$summary"
+
+# run NAME TOOL EXE: TOOL is plain (no sanitizer), memcheck or racecheck.
+run() {
+  local name="$1" tool="$2" exe="$BUILD/tests/$3" log="$OUT/$1.log" rc=0
+  if [[ ! -x "$exe" ]]; then
+    echo "$name: $exe not built" | tee -a "$summary"
+    failed=1
+    return
+  fi
+  echo "running $name"
+  local start=$SECONDS
+  if [[ "$tool" == plain ]]; then
+    timeout 1200 "$exe" >"$log" 2>&1 || rc=$?
+  else
+    timeout 1800 "$CS" --tool "$tool" --error-exitcode 86 "$exe" >"$log" 2>&1 || rc=$?
+  fi
+  {
+    echo "== $name: exit $rc, $((SECONDS - start)) s"
+    grep -E "^\[  (PASSED|FAILED) |tests? ran\." "$log" || true
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" || true
+    # API errors, each with the call and result (the same one from many launches, once).
+    grep -E "Program hit .* on CUDA API call to" "$log" | sed 's/^=* *//' | sort | uniq -c || true
+    echo
+  } >>"$summary"
+  [[ $rc -eq 0 ]] || failed=1
+}
+
+for t in $TESTS; do run "plain_$t" plain "$t"; done
+for t in $TESTS; do run "memcheck_$t" memcheck "$t"; done
+[[ " $TESTS " == *" test_gpu "* ]] && run racecheck_test_gpu racecheck test_gpu
+
+cat "$summary"
+exit "$failed"
