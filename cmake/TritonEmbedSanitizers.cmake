@@ -67,8 +67,10 @@ else()
   if(NOT "address" IN_LIST _te_san)
     set(_te_runtime ubsan)
   endif()
+  # protect_shadow_gap=0: the CUDA driver maps memory in the address range ASan otherwise
+  # reserves, so that its initialisation can fail on a GPU machine (no effect without one).
   set(_te_asan "halt_on_error=1:abort_on_error=0:exitcode=1:check_initialization_order=1"
-               ":strict_init_order=1:detect_stack_use_after_return=1"
+               ":strict_init_order=1:detect_stack_use_after_return=1:protect_shadow_gap=0"
                ":suppressions=${_te_supp}/asan.supp:print_suppressions=0")
   string(CONCAT _te_asan ${_te_asan})
   set(_te_ubsan "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1"
