@@ -50,6 +50,19 @@ inline void bind(KernelState& k, const InternedOptions* options, const ArgValue*
   b.hash = b.key.hash();
 }
 
+// The cache entry of a plain call keyed and packed in one pass (into slots, *np), or nullptr
+// on a miss or a call the one-pass path declines: the caller then binds it the general way.
+inline Entry* find_one_pass(KernelState& k, const InternedOptions* options, uint32_t target,
+                            const ArgValue* args, size_t nargs, Bound& b, uint64_t* slots,
+                            uint32_t* np) {
+  b.args = with_defaults(k, args, nargs, b.buf);
+  if (TE_UNLIKELY(!fast_key_and_pack(k, b.args, b.key, slots, np))) return nullptr;
+  b.key.target = target;
+  b.key.options = options->id;
+  b.hash = b.key.hash();
+  return k.cache.table.find(b.key, b.hash);
+}
+
 // The cache entry for a bound call; compiles on a miss (`hit` says which happened).
 inline Entry* find_or_compile(KernelState& k, const InternedOptions* options, const Bound& b,
                               bool* hit = nullptr) {
@@ -139,14 +152,7 @@ void launch(KernelState* kernel, const InternedOptions* options, const GridSpec&
   uint64_t slots[kMaxLeaves + 2];
   void* params[kMaxLeaves + 2];
   uint32_t np = 0;
-  Entry* e = nullptr;
-  b.args = with_defaults(k, args, nargs, b.buf);
-  if (TE_LIKELY(fast_key_and_pack(k, b.args, b.key, slots, &np))) {
-    b.key.target = target;
-    b.key.options = options->id;
-    b.hash = b.key.hash();
-    e = k.cache.table.find(b.key, b.hash);
-  }
+  Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np);
   if (TE_UNLIKELY(e == nullptr)) {  // a miss, or a call the one-pass path does not take
     bind(k, options, args, nargs, target, b);
     e = find_or_compile(k, options, b);
@@ -283,14 +289,7 @@ int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const
   uint64_t slots[kMaxLeaves + 2];
   void* params[kMaxLeaves + 2];
   uint32_t np = 0;
-  Entry* e = nullptr;
-  b.args = with_defaults(k, args, nargs, b.buf);
-  if (TE_LIKELY(fast_key_and_pack(k, b.args, b.key, slots, &np))) {
-    b.key.target = target;
-    b.key.options = options->id;
-    b.hash = b.key.hash();
-    e = k.cache.table.find(b.key, b.hash);
-  }
+  Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np);
   bool hit = e != nullptr;
   if (!hit) {
     bind(k, options, args, nargs, target, b);

@@ -411,7 +411,7 @@ ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
           !pyb::isinstance<pyb::str>(r[0])) {
         TE_THROW(TypeError) << full_name(k) << ": heuristic '" << h.name << "' returned "
                             << pyb::str(pyb::repr(r[0])).cast<std::string>() << " ("
-                            << pyb::str(r[0].get_type().attr("__name__")).cast<std::string>()
+                            << pyb::str(pyb::handle(reinterpret_cast<PyObject*>(Py_TYPE(r[0].ptr()))).attr("__name__")).cast<std::string>()
                             << "), but '" << h.name
                             << "' is a Triton option: return a bool, int, float, str or None";
       }
