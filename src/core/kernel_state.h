@@ -51,9 +51,6 @@ struct KernelState {
   std::vector<ArgValue> defaults;  // one per parameter; kind kNone with has_default false
   size_t min_args = 0;             // parameters without defaults, counted from the front
 
-  // Storage for default values (strings and nested values the ArgValues point into).
-  std::deque<std::string> default_strings;
-  std::deque<std::vector<ArgValue>> default_nested;
 
   // Python objects (strong references, dropped at interpreter shutdown).
   void* py_jit_function = nullptr;  // the JITFunction
@@ -63,7 +60,8 @@ struct KernelState {
   // Wrappers (@triton.heuristics / @triton.autotune), outermost first; empty for a plain
   // JITFunction. A wrapped kernel launches its `inner` state after them.
   std::vector<std::unique_ptr<Layer>> layers;
-  // Storage for values heuristics and configs produced (strings interned once).
+  // Storage for the strings and nested values that defaults and the values heuristics and
+  // configs produced point into (strings interned once).
   std::mutex values_mu;
   std::deque<std::string> value_strings;
   std::deque<std::vector<ArgValue>> value_nested;

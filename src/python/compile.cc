@@ -43,16 +43,6 @@ struct CompiledKernelAccess {
 
 namespace {
 
-pyb::object option_to_python(const OptionValue& v) {
-  switch (v.kind()) {
-    case OptionValue::Kind::kBool: return pyb::bool_(v.as_bool());
-    case OptionValue::Kind::kInt: return pyb::int_(v.as_int());
-    case OptionValue::Kind::kFloat: return pyb::float_(v.as_float());
-    case OptionValue::Kind::kString: return pyb::str(v.as_string());
-  }
-  return pyb::none();
-}
-
 std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, const Key& key,
                                    uint64_t h, const ArgValue* args, const LeafList& leaves) {
   py::InFlight in_flight;
@@ -71,7 +61,7 @@ std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, 
     spec = py::specialization_to_python(k, leaves);
     bound = py::args_to_python(k, args);
     for (const auto& [name, value] : opts.options.entries()) {
-      options[pyb::str(name)] = option_to_python(value);
+      options[pyb::str(name)] = py::option_to_python(value);
     }
   } catch (pyb::error_already_set& e) {
     TE_THROW(PythonError) << call_signature(k) << ": converting the arguments to Python failed:\n"

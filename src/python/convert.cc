@@ -1,7 +1,9 @@
 #include "python/convert.h"
 
+#include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/errors.h"
 
@@ -113,6 +115,119 @@ pyb::list args_to_python(const KernelState& kernel, const ArgValue* args) {
   pyb::list out;
   for (size_t i = 0; i < kernel.params.size(); ++i) out.append(to_python(args[i]));
   return out;
+}
+
+// A Python value as an ArgValue whose storage the kernel keeps (strings interned once).
+// False when it has no plain form (the caller keeps the object itself).
+bool from_python(KernelState& k, pyb::handle obj, ArgValue& v) {
+  v = ArgValue{};
+  PyObject* o = obj.ptr();
+  if (obj.is_none()) {
+    v.kind = ArgKind::kNone;
+    return true;
+  }
+  if (PyBool_Check(o)) {
+    v.kind = ArgKind::kBool;
+    v.i = o == Py_True ? 1 : 0;
+    return true;
+  }
+  if (PyLong_Check(o)) {
+    int overflow = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow == 0 && !PyErr_Occurred()) {
+      v.kind = ArgKind::kInt;
+      v.i = x;
+      return true;
+    }
+    PyErr_Clear();
+    if (overflow > 0) {
+      const unsigned long long u = PyLong_AsUnsignedLongLong(o);
+      if (!PyErr_Occurred()) {
+        v.kind = ArgKind::kInt;
+        v.big = 1;
+        v.u = u;
+        return true;
+      }
+      PyErr_Clear();
+    }
+    return false;
+  }
+  if (PyFloat_Check(o)) {
+    v.kind = ArgKind::kFloat;
+    v.f = PyFloat_AsDouble(o);
+    return true;
+  }
+  if (PyUnicode_Check(o)) {
+    const std::string s = obj.cast<std::string>();
+    std::lock_guard<std::mutex> lock(k.values_mu);
+    const std::string* stored = nullptr;
+    for (const std::string& e : k.value_strings) {
+      if (e == s) stored = &e;
+    }
+    if (stored == nullptr) {
+      k.value_strings.push_back(s);
+      stored = &k.value_strings.back();
+    }
+    v.kind = ArgKind::kStr;
+    v.s = stored->data();
+    v.count = static_cast<uint32_t>(stored->size());
+    return true;
+  }
+  if (PyTuple_Check(o)) {
+    const auto n = static_cast<size_t>(PyTuple_GET_SIZE(o));
+    std::vector<ArgValue> elems(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (!from_python(k, PyTuple_GET_ITEM(o, i), elems[i])) return false;
+    }
+    std::lock_guard<std::mutex> lock(k.values_mu);
+    k.value_nested.push_back(std::move(elems));
+    v.kind = ArgKind::kTuple;
+    v.count = static_cast<uint32_t>(n);
+    v.elems = k.value_nested.back().data();
+    return true;
+  }
+  pyb::module_ tl = pyb::module_::import("triton.language");
+  if (pyb::isinstance(obj, tl.attr("constexpr"))) {
+    ArgValue inner;
+    if (!from_python(k, obj.attr("value"), inner)) return false;
+    std::lock_guard<std::mutex> lock(k.values_mu);
+    k.value_nested.push_back({inner});
+    v.kind = ArgKind::kConstexpr;
+    v.elems = k.value_nested.back().data();
+    return true;
+  }
+  if (pyb::isinstance(obj, tl.attr("dtype"))) {
+    const DType t = dtype_from_name(pyb::str(obj).cast<std::string>());
+    if (t != DType::invalid && pyb::object(tl.attr(std::string(dtype_tl_name(t)).c_str())).is(obj)) {
+      v.kind = ArgKind::kDType;
+      v.dtype = t;
+      return true;
+    }
+  }
+  return false;
+}
+
+// A Python value that must be kept as an object (a strong reference the kernel owns).
+ArgValue keep_object(KernelState& k, pyb::handle obj) {
+  ArgValue v{};
+  Py_INCREF(obj.ptr());
+  {
+    std::lock_guard<std::mutex> lock(k.values_mu);
+    k.py_default_objects.push_back(obj.ptr());
+  }
+  v.kind = ArgKind::kPyObject;
+  v.ptr = obj.ptr();
+  return v;
+}
+
+pyb::object option_to_python(const OptionValue& v) {
+  switch (v.kind()) {
+    case OptionValue::Kind::kBool: return pyb::bool_(v.as_bool());
+    case OptionValue::Kind::kInt: return pyb::int_(v.as_int());
+    case OptionValue::Kind::kFloat: return pyb::float_(v.as_float());
+    case OptionValue::Kind::kString: return pyb::str(v.as_string());
+  }
+  return pyb::none();
 }
 
 }  // namespace triton_embed::detail::py

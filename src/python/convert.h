@@ -1,6 +1,7 @@
 #pragma once
 
-// C++ arguments as the Python values and specialisation Triton would have seen (GIL held).
+// C++ arguments as the Python values and specialisation Triton would have seen, and Python
+// values as arguments (GIL held).
 
 #include <pybind11/pybind11.h>
 
@@ -18,5 +19,16 @@ pybind11::list specialization_to_python(const KernelState& kernel, const LeafLis
 
 // The bound arguments, one Python value per parameter.
 pybind11::list args_to_python(const KernelState& kernel, const ArgValue* args);
+
+// The other way: a Python value (None, bool, int, float, str, tl.dtype, tl.constexpr and
+// tuples of them) as an ArgValue whose storage the kernel keeps (strings interned once).
+// False when it has no plain form; the caller then keeps the object (keep_object).
+bool from_python(KernelState& kernel, pybind11::handle obj, ArgValue& out);
+
+// A kPyObject ArgValue holding a strong reference that the kernel owns.
+ArgValue keep_object(KernelState& kernel, pybind11::handle obj);
+
+// A Triton option's value as Python's keyword argument.
+pybind11::object option_to_python(const OptionValue& v);
 
 }  // namespace triton_embed::detail::py

@@ -9,6 +9,7 @@
 #include "core/errors.h"
 #include "core/kernel_state.h"
 #include "core/registry.h"
+#include "python/convert.h"
 #include "python/interpreter.h"
 
 namespace triton_embed::detail {
@@ -37,79 +38,8 @@ void parse_annotation(const std::string& ann_type, ParamSpec& spec) {
 // specialised and packed like a passed value; anything else stays the Python object (a
 // tl.constexpr parameter accepts it as it is).
 ArgValue convert_default(KernelState& k, pyb::handle obj) {
-  ArgValue v{};
-  PyObject* o = obj.ptr();
-  if (obj.is_none()) {
-    v.kind = ArgKind::kNone;
-    return v;
-  }
-  if (PyBool_Check(o)) {
-    v.kind = ArgKind::kBool;
-    v.i = o == Py_True ? 1 : 0;
-    return v;
-  }
-  if (PyLong_CheckExact(o)) {
-    int overflow = 0;
-    long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (overflow == 0 && !PyErr_Occurred()) {
-      v.kind = ArgKind::kInt;
-      v.i = x;
-      return v;
-    }
-    PyErr_Clear();
-    if (overflow > 0) {
-      unsigned long long u = PyLong_AsUnsignedLongLong(o);
-      if (!PyErr_Occurred()) {
-        v.kind = ArgKind::kInt;
-        v.big = 1;
-        v.u = u;
-        return v;
-      }
-      PyErr_Clear();
-    }
-  } else if (PyFloat_CheckExact(o)) {
-    v.kind = ArgKind::kFloat;
-    v.f = PyFloat_AsDouble(o);
-    return v;
-  } else if (PyUnicode_CheckExact(o)) {
-    k.default_strings.push_back(obj.cast<std::string>());
-    const std::string& str = k.default_strings.back();
-    v.kind = ArgKind::kStr;
-    v.s = str.data();
-    v.count = static_cast<uint32_t>(str.size());
-    return v;
-  } else if (PyTuple_CheckExact(o)) {
-    const auto n = static_cast<size_t>(PyTuple_GET_SIZE(o));
-    std::vector<ArgValue> elems(n);
-    for (size_t i = 0; i < n; ++i) elems[i] = convert_default(k, PyTuple_GET_ITEM(o, i));
-    k.default_nested.push_back(std::move(elems));
-    v.kind = ArgKind::kTuple;
-    v.count = static_cast<uint32_t>(n);
-    v.elems = k.default_nested.back().data();
-    return v;
-  } else {
-    pyb::module_ tl = pyb::module_::import("triton.language");
-    if (pyb::isinstance(obj, tl.attr("constexpr"))) {
-      k.default_nested.push_back({convert_default(k, obj.attr("value"))});
-      v.kind = ArgKind::kConstexpr;
-      v.elems = k.default_nested.back().data();
-      return v;
-    }
-    if (pyb::isinstance(obj, tl.attr("dtype"))) {
-      // Only Triton's own dtype objects: to_python() hands back tl.<name> for a kDType.
-      const DType t = dtype_from_name(pyb::str(obj).cast<std::string>());
-      if (t != DType::invalid &&
-          pyb::object(tl.attr(std::string(dtype_tl_name(t)).c_str())).is(obj)) {
-        v.kind = ArgKind::kDType;
-        v.dtype = t;
-        return v;
-      }
-    }
-  }
-  Py_INCREF(o);
-  k.py_default_objects.push_back(o);
-  v.kind = ArgKind::kPyObject;
-  v.ptr = o;
+  ArgValue v;
+  if (!py::from_python(k, obj, v)) v = py::keep_object(k, obj);
   return v;
 }
 

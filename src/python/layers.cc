@@ -56,119 +56,6 @@ int find_param_by_name(const KernelState& k, const std::string& name) {
   return -1;
 }
 
-// A Python value as an ArgValue whose storage the kernel keeps (strings interned once).
-// False when it has no plain form (the caller keeps the object itself).
-bool value_from_python(KernelState& k, pyb::handle obj, ArgValue& v) {
-  v = ArgValue{};
-  PyObject* o = obj.ptr();
-  if (obj.is_none()) {
-    v.kind = ArgKind::kNone;
-    return true;
-  }
-  if (PyBool_Check(o)) {
-    v.kind = ArgKind::kBool;
-    v.i = o == Py_True ? 1 : 0;
-    return true;
-  }
-  if (PyLong_Check(o)) {
-    int overflow = 0;
-    const long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (overflow == 0 && !PyErr_Occurred()) {
-      v.kind = ArgKind::kInt;
-      v.i = x;
-      return true;
-    }
-    PyErr_Clear();
-    if (overflow > 0) {
-      const unsigned long long u = PyLong_AsUnsignedLongLong(o);
-      if (!PyErr_Occurred()) {
-        v.kind = ArgKind::kInt;
-        v.big = 1;
-        v.u = u;
-        return true;
-      }
-      PyErr_Clear();
-    }
-    return false;
-  }
-  if (PyFloat_Check(o)) {
-    v.kind = ArgKind::kFloat;
-    v.f = PyFloat_AsDouble(o);
-    return true;
-  }
-  if (PyUnicode_Check(o)) {
-    const std::string s = obj.cast<std::string>();
-    std::lock_guard<std::mutex> lock(k.values_mu);
-    const std::string* stored = nullptr;
-    for (const std::string& e : k.value_strings) {
-      if (e == s) stored = &e;
-    }
-    if (stored == nullptr) {
-      k.value_strings.push_back(s);
-      stored = &k.value_strings.back();
-    }
-    v.kind = ArgKind::kStr;
-    v.s = stored->data();
-    v.count = static_cast<uint32_t>(stored->size());
-    return true;
-  }
-  if (PyTuple_Check(o)) {
-    const auto n = static_cast<size_t>(PyTuple_GET_SIZE(o));
-    std::vector<ArgValue> elems(n);
-    for (size_t i = 0; i < n; ++i) {
-      if (!value_from_python(k, PyTuple_GET_ITEM(o, i), elems[i])) return false;
-    }
-    std::lock_guard<std::mutex> lock(k.values_mu);
-    k.value_nested.push_back(std::move(elems));
-    v.kind = ArgKind::kTuple;
-    v.count = static_cast<uint32_t>(n);
-    v.elems = k.value_nested.back().data();
-    return true;
-  }
-  pyb::module_ tl = pyb::module_::import("triton.language");
-  if (pyb::isinstance(obj, tl.attr("constexpr"))) {
-    ArgValue inner;
-    if (!value_from_python(k, obj.attr("value"), inner)) return false;
-    std::lock_guard<std::mutex> lock(k.values_mu);
-    k.value_nested.push_back({inner});
-    v.kind = ArgKind::kConstexpr;
-    v.elems = k.value_nested.back().data();
-    return true;
-  }
-  if (pyb::isinstance(obj, tl.attr("dtype"))) {
-    const DType t = dtype_from_name(pyb::str(obj).cast<std::string>());
-    if (t != DType::invalid && pyb::object(tl.attr(std::string(dtype_tl_name(t)).c_str())).is(obj)) {
-      v.kind = ArgKind::kDType;
-      v.dtype = t;
-      return true;
-    }
-  }
-  return false;
-}
-
-// A Python value that must be kept as an object (a strong reference the kernel owns).
-ArgValue keep_object(KernelState& k, pyb::handle obj) {
-  ArgValue v{};
-  Py_INCREF(obj.ptr());
-  {
-    std::lock_guard<std::mutex> lock(k.values_mu);
-    k.py_default_objects.push_back(obj.ptr());
-  }
-  v.kind = ArgKind::kPyObject;
-  v.ptr = obj.ptr();
-  return v;
-}
-
-pyb::object option_value(const OptionValue& v) {
-  switch (v.kind()) {
-    case OptionValue::Kind::kBool: return pyb::bool_(v.as_bool());
-    case OptionValue::Kind::kInt: return pyb::int_(v.as_int());
-    case OptionValue::Kind::kFloat: return pyb::float_(v.as_float());
-    case OptionValue::Kind::kString: return pyb::str(v.as_string());
-  }
-  return pyb::none();
-}
-
 // One argument of the frame as Python sees it: the object a layer (the torch layer) hands
 // over, else raw pointers as DevicePointers and plain values converted.
 pyb::object arg_object(const KernelState& k, const Frame& f, uint32_t p) {
@@ -237,7 +124,7 @@ std::unique_ptr<Choice> make_choice(KernelState& k, pyb::handle config, const In
                                 << "} sets '" << name << "', which is not a parameter of "
                                 << call_signature(k);
     ArgValue v;
-    if (!value_from_python(k, e[1], v)) v = keep_object(k, e[1]);
+    if (!py::from_python(k, e[1], v)) v = py::keep_object(k, e[1]);
     c->kwargs.emplace_back(static_cast<uint32_t>(p), v);
   }
   Options opts = base != nullptr ? base->options : Options();
@@ -291,7 +178,7 @@ pyb::object python_grid(KernelState& k, const Frame& f) {
       pyb::str name(kk.params[p].name);
       if (meta.contains(name)) {
         pyb::object o = meta[name];
-        if (!value_from_python(kk, o, v)) {
+        if (!py::from_python(kk, o, v)) {
           if (pyb::hasattr(o, "data_ptr")) {
             v.kind = ArgKind::kPointer;
             v.u = o.attr("data_ptr")().cast<uint64_t>();
@@ -415,8 +302,8 @@ ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
                             << "), but '" << h.name
                             << "' is a Triton option: return a bool, int, float, str or None";
       }
-      if (!value_from_python(k, r[0], result)) {
-        result = keep_object(k, r[0]);
+      if (!py::from_python(k, r[0], result)) {
+        result = py::keep_object(k, r[0]);
         memo = false;
       }
       if (r[2].cast<bool>()) memo = false;
@@ -527,7 +414,7 @@ const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& 
     try {
       auto [args, kwargs] = frame_args(k, f);
       for (const auto& [name, value] : f.options->options.entries()) {
-        kwargs[pyb::str(name)] = option_value(value);
+        kwargs[pyb::str(name)] = py::option_to_python(value);
       }
       kwargs["grid"] = python_grid(k, f);
       kwargs["warmup"] = pyb::bool_(false);
@@ -601,7 +488,7 @@ std::vector<const Choice*> pruned_choices(KernelState& k, TuneLayer& t, const Fr
   try {
     auto [args, kwargs] = frame_args(k, f);
     for (const auto& [name, value] : base->options.entries()) {
-      kwargs[pyb::str(name)] = option_value(value);
+      kwargs[pyb::str(name)] = py::option_to_python(value);
     }
     pyb::list configs =
         py::glue().attr("prune")(pyb::handle(static_cast<PyObject*>(t.py_tuner)), args, kwargs);

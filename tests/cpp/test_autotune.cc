@@ -19,25 +19,6 @@ using namespace triton_embed::literals;
 
 namespace {
 
-const char* kPythonSide = R"PY(
-import importlib
-from triton.runtime.driver import driver as _driver
-import te_tune_kernels
-
-def warm(module, kernel, args, kwargs):
-    """The compiled kernel(s) Python's warmup gives these arguments (hashes)."""
-    fn = importlib.import_module(module)
-    for part in kernel.split("."):
-        fn = getattr(fn, part)
-    previous = _driver._active
-    _driver.set_active(FakeDriver())
-    try:
-        r = fn.warmup(*args, grid=(1,), **kwargs)
-        return [k.hash for k in r] if isinstance(r, list) else r.hash
-    finally:
-        _driver._active = previous
-)PY";
-
 template <class T>
 T* at(uint64_t addr) {
   return reinterpret_cast<T*>(addr);
@@ -49,13 +30,13 @@ class Autotune : public ::testing::Test {
     te::set_target(te::Target::parse("cuda:90"));
     te_test::Gil gil;
     te_test::install_python_helpers();
-    te_test::exec(kPythonSide);
+    te_test::exec("import te_tune_kernels");
   }
   static py::object warm(const char* kernel, const std::string& args,
                          const std::string& kwargs = "{}") {
     te_test::Gil gil;
-    return py::module_::import("__main__")
-        .attr("warm")("te_tune_kernels", kernel, te_test::eval(args), te_test::eval(kwargs));
+    return py::module_::import("te_helpers")
+        .attr("warmup_hashes")("te_tune_kernels", kernel, te_test::eval(args), te_test::eval(kwargs));
   }
   static std::string warm_hash(const char* kernel, const std::string& args,
                                const std::string& kwargs = "{}") {

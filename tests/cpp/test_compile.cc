@@ -18,36 +18,18 @@ namespace py = pybind11;
 
 namespace {
 
-const char* kPythonSide = R"PY(
-import importlib
-from triton.runtime.driver import driver as _driver
-
-def python_hash(module, kernel, args, kwargs):
-    """The hash Python Triton's JIT path gives these arguments (JITFunction.warmup)."""
-    fn = importlib.import_module(module)
-    for part in kernel.split("."):
-        fn = getattr(fn, part)
-    previous = _driver._active
-    _driver.set_active(FakeDriver())
-    try:
-        return fn.warmup(*args, grid=(1,), **kwargs).hash
-    finally:
-        _driver._active = previous
-)PY";
-
 class Compile : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     te::set_target(te::Target::parse("cuda:90"));
     te_test::Gil gil;
     te_test::install_python_helpers();
-    te_test::exec(kPythonSide);
   }
   static std::string python_hash(const char* module, const char* kernel, const std::string& args,
                                  const std::string& kwargs = "{}") {
     te_test::Gil gil;
-    return py::module_::import("__main__")
-        .attr("python_hash")(module, kernel, te_test::eval(args), te_test::eval(kwargs))
+    return py::module_::import("te_helpers")
+        .attr("warmup_hashes")(module, kernel, te_test::eval(args), te_test::eval(kwargs))
         .cast<std::string>();
   }
 };

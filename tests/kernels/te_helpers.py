@@ -39,3 +39,23 @@ class FakeDriver:
 
     def get_current_target(self):
         return GPUTarget("cuda", 90, 32)
+
+
+def warmup_hashes(module, kernel, args, kwargs):
+    """The hash of the kernel Python's warmup compiles for these arguments (a list of hashes
+    for an autotuner, which compiles every config), for cuda:90 through FakeDriver. `kernel`
+    may be a dotted path under the module, e.g. "tuned_kernel.fn"."""
+    import importlib
+
+    from triton.runtime.driver import driver
+
+    fn = importlib.import_module(module)
+    for part in kernel.split("."):
+        fn = getattr(fn, part)
+    previous = driver._active
+    driver.set_active(FakeDriver())
+    try:
+        r = fn.warmup(*args, grid=(1,), **kwargs)
+        return [k.hash for k in r] if isinstance(r, list) else r.hash
+    finally:
+        driver._active = previous
