@@ -50,6 +50,14 @@ inline void bind(KernelState& k, const InternedOptions* options, const ArgValue*
   b.hash = b.key.hash();
 }
 
+// A positional call of a wrapped kernel, for its layers.
+inline CallArgs positional_call(const ArgValue* args, size_t nargs) {
+  CallArgs call;
+  call.vals = args;
+  call.npos = static_cast<uint32_t>(nargs);
+  return call;
+}
+
 // The cache entry of a plain call keyed and packed in one pass (into slots, *np), or nullptr
 // on a miss or a call the one-pass path declines: the caller then binds it the general way.
 inline Entry* find_one_pass(KernelState& k, const InternedOptions* options, uint32_t target,
@@ -107,17 +115,12 @@ uint64_t scratch_bytes(const KernelState& k, uint64_t programs, uint64_t size) {
   return bytes;
 }
 
-// Packs the runtime leaves into slots; params[i] points at slots[i]. Returns the count.
-inline uint32_t pack_args(const KernelState& k, const LeafList& leaves, uint64_t* slots,
-                          void** params) {
+// Packs the runtime leaves into slots. Returns the count.
+inline uint32_t pack_args(const KernelState& k, const LeafList& leaves, uint64_t* slots) {
   uint32_t np = 0;
   for (uint32_t i = 0; i < leaves.n; ++i) {
     const Leaf& l = leaves.leaves[i];
-    if (l.kind == LeafKind::kScalar || l.kind == LeafKind::kPointer) {
-      slots[np] = pack_leaf(k, l);
-      params[np] = &slots[np];
-      ++np;
-    }
+    if (l.kind == LeafKind::kScalar || l.kind == LeafKind::kPointer) slots[np++] = pack_leaf(k, l);
   }
   return np;
 }
@@ -139,10 +142,7 @@ void launch(KernelState* kernel, const InternedOptions* options, const GridSpec&
             Stream stream, const ArgValue* args, size_t nargs) {
   KernelState& k = *kernel;
   if (TE_UNLIKELY(!k.layers.empty())) {
-    CallArgs call;
-    call.vals = args;
-    call.npos = static_cast<uint32_t>(nargs);
-    launch_call(kernel, options, grid, stream, call);
+    launch_call(kernel, options, grid, stream, positional_call(args, nargs));
     return;
   }
   const cuda::ContextInfo& ctx = cuda::current_context();
@@ -150,13 +150,12 @@ void launch(KernelState* kernel, const InternedOptions* options, const GridSpec&
   const uint32_t target = forced != 0 ? forced : target_code(ctx.arch, 32);
   Bound b;
   uint64_t slots[kMaxLeaves + 2];
-  void* params[kMaxLeaves + 2];
   uint32_t np = 0;
   Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np);
   if (TE_UNLIKELY(e == nullptr)) {  // a miss, or a call the one-pass path does not take
     bind(k, options, args, nargs, target, b);
     e = find_or_compile(k, options, b);
-    np = pack_args(k, b.leaves, slots, params);
+    np = pack_args(k, b.leaves, slots);
   }
   void* fn = e->function_for(ctx.ctx);
   if (TE_UNLIKELY(fn == nullptr)) fn = load_function(k, *e, ctx);
@@ -169,6 +168,7 @@ void launch(KernelState* kernel, const InternedOptions* options, const GridSpec&
   }
   if (g.x == 0 || g.y == 0 || g.z == 0) return;  // Triton launches nothing for an empty grid
 
+  void* params[kMaxLeaves + 2];
   for (uint32_t i = 0; i < np; ++i) params[i] = &slots[i];
   Scratch global_scratch, profile_scratch;
   // At most 2^31 * 65535 * 65535 programs: the product fits 64 bits; the byte count may not.
@@ -240,10 +240,7 @@ const CompiledKernel& compile(KernelState* kernel, const InternedOptions* option
                               const ArgValue* args, size_t nargs) {
   KernelState& k = *kernel;
   if (TE_UNLIKELY(!k.layers.empty())) {
-    CallArgs call;
-    call.vals = args;
-    call.npos = static_cast<uint32_t>(nargs);
-    return compile_call(kernel, options, call, nullptr);
+    return compile_call(kernel, options, positional_call(args, nargs), nullptr);
   }
   uint32_t target = explicit_target_code();
   if (target == 0) {
@@ -280,21 +277,17 @@ int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const
   const uint32_t target = explicit_target_code();
   TE_CHECK(target != 0, ValueError) << "host_path_dry_run needs an explicit target";
   if (TE_UNLIKELY(!k.layers.empty())) {
-    CallArgs call;
-    call.vals = args;
-    call.npos = static_cast<uint32_t>(nargs);
-    return dry_run_call(kernel, options, call, slots_out);
+    return dry_run_call(kernel, options, positional_call(args, nargs), slots_out);
   }
   Bound b;
   uint64_t slots[kMaxLeaves + 2];
-  void* params[kMaxLeaves + 2];
   uint32_t np = 0;
   Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np);
   bool hit = e != nullptr;
   if (!hit) {
     bind(k, options, args, nargs, target, b);
     find_or_compile(k, options, b, &hit);
-    np = pack_args(k, b.leaves, slots, params);
+    np = pack_args(k, b.leaves, slots);
   }
   if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
   return hit ? static_cast<int>(np) : -static_cast<int>(np) - 1;
@@ -314,8 +307,7 @@ int fast_path_agrees(KernelState* kernel, const ArgValue* args, size_t nargs) {
   specialize(k, slow.args, slow.leaves);
   build_key(k, slow.leaves, slow.key);
   uint64_t slow_slots[kMaxLeaves + 2];
-  void* params[kMaxLeaves + 2];
-  const uint32_t slow_n = pack_args(k, slow.leaves, slow_slots, params);
+  const uint32_t slow_n = pack_args(k, slow.leaves, slow_slots);
   if (!took) return -1;
   return fast.key.n == slow.key.n &&
                  std::memcmp(fast.key.w, slow.key.w, slow.key.n * sizeof(uint64_t)) == 0 &&
