@@ -49,7 +49,10 @@ add_link_options(-fsanitize=${_te_san_flag}
 set(_te_supp "${PROJECT_SOURCE_DIR}/tests/sanitizers")
 # PYTHONMALLOC=malloc: every Python object is its own malloc block, which the sanitizer sees
 # (pymalloc's arenas would hide overflows and use-after-free of Python objects).
-set(_te_common "PYTHONMALLOC=malloc")
+# OPENBLAS_NUM_THREADS=1: numpy's OpenBLAS (imported with torch) otherwise starts a thread
+# server at import that is still being torn down while LeakSanitizer's exit-time check stops
+# the world, one source of that check's own crash ("Tracer caught signal 11").
+set(_te_common "PYTHONMALLOC=malloc" "OPENBLAS_NUM_THREADS=1")
 if("thread" IN_LIST _te_san)
   set(_te_runtime tsan)
   # Exit code 66 is TSan's default; halt at the first report so the test fails on it.
