@@ -120,6 +120,13 @@ TRITON_EMBED_API const CompiledKernel& compile(KernelState* kernel,
  *  @triton.heuristics (the positional forms above hand wrapped kernels to these). */
 TRITON_EMBED_API void launch_call(KernelState* kernel, const InternedOptions* options,
                                   const GridSpec& grid, Stream stream, const CallArgs& call);
+/*! launch() or launch_call() (\p positional: the call has no named arguments) when the calling
+ *  thread's current CUDA context is on device \p ordinal (the CUDA runtime's numbering);
+ *  false, launching nothing, when it is on another device. The torch layer's launch: one
+ *  context lookup, no question to the runtime about its current device. */
+TRITON_EMBED_API bool launch_if_on_device(int ordinal, KernelState* kernel,
+                                          const InternedOptions* options, const GridSpec& grid,
+                                          Stream stream, const CallArgs& call);
 /*! With \p prepare_grid: also load the kernel into the current context, tuning on that
  *  grid when needed (prepare()). */
 TRITON_EMBED_API const CompiledKernel& compile_call(KernelState* kernel,

@@ -136,16 +136,10 @@ constexpr int kSharedMemoryModeAllowOversized = 3;
                         std::to_string(g.z) + ")");
 }
 
-}  // namespace
-
-void launch(KernelState* kernel, const InternedOptions* options, const GridSpec& grid,
-            Stream stream, const ArgValue* args, size_t nargs) {
+// A plain (unwrapped) kernel's launch in the current context `ctx`.
+void launch_in(KernelState* kernel, const cuda::ContextInfo& ctx, const InternedOptions* options,
+               const GridSpec& grid, Stream stream, const ArgValue* args, size_t nargs) {
   KernelState& k = *kernel;
-  if (TE_UNLIKELY(!k.layers.empty())) {
-    launch_call(kernel, options, grid, stream, positional_call(args, nargs));
-    return;
-  }
-  const cuda::ContextInfo& ctx = cuda::current_context();
   const uint32_t forced = explicit_target_code();
   const uint32_t target = forced != 0 ? forced : target_code(ctx.arch, 32);
   Bound b;
@@ -234,6 +228,29 @@ void launch(KernelState* kernel, const InternedOptions* options, const GridSpec&
   const CUresult r =
       cuda::api().cuLaunchKernelEx(&cfg, static_cast<CUfunction>(fn), params, nullptr);
   if (TE_UNLIKELY(r != CUDA_SUCCESS)) throw_launch_error(k, *e, r, g);
+}
+
+}  // namespace
+
+void launch(KernelState* kernel, const InternedOptions* options, const GridSpec& grid,
+            Stream stream, const ArgValue* args, size_t nargs) {
+  if (TE_UNLIKELY(!kernel->layers.empty())) {
+    launch_call(kernel, options, grid, stream, positional_call(args, nargs));
+    return;
+  }
+  launch_in(kernel, cuda::current_context(), options, grid, stream, args, nargs);
+}
+
+bool launch_if_on_device(int ordinal, KernelState* kernel, const InternedOptions* options,
+                         const GridSpec& grid, Stream stream, const CallArgs& call) {
+  const cuda::ContextInfo& ctx = cuda::current_context();
+  if (ctx.ordinal != ordinal) return false;
+  if (call.nnamed == 0 && kernel->layers.empty()) {
+    launch_in(kernel, ctx, options, grid, stream, call.vals, call.npos);
+  } else {
+    launch_call(kernel, options, grid, stream, call);
+  }
+  return true;
 }
 
 const CompiledKernel& compile(KernelState* kernel, const InternedOptions* options,

@@ -137,7 +137,12 @@ void heuristic_memo_key(const HeuristicPlan& plan, const Frame& f, MemoKey& key)
     const ArgValue& v = f.vals[p];
     switch (d.aspect) {
       case Aspect::kValue:
-        encode_value(v, key);
+        if (TE_LIKELY(v.kind == ArgKind::kInt)) {  // the common case, inline
+          key.push(kTagInt | static_cast<uint64_t>(v.big) << 8);
+          key.push(v.u);
+        } else {
+          encode_value(v, key);
+        }
         break;
       case Aspect::kDType:
         key.push(v.kind == ArgKind::kPointer ? 0x100u | static_cast<uint64_t>(v.dtype) : 0);

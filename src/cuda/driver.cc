@@ -133,6 +133,16 @@ const ContextInfo& add_context(const Api& a, CUcontext ctx) {
   ContextInfo info;
   info.ctx = ctx;
   check(a.cuCtxGetDevice(&info.device), "cuCtxGetDevice", "reading the current context's device");
+  int count = 0;
+  check(a.cuDeviceGetCount(&count), "cuDeviceGetCount", "counting the devices");
+  info.ordinal = -1;
+  for (int i = 0; i < count && info.ordinal < 0; ++i) {
+    CUdevice d = 0;
+    check(a.cuDeviceGet(&d, i), "cuDeviceGet", "numbering the devices");
+    if (d == info.device) info.ordinal = i;
+  }
+  TE_CHECK(info.ordinal >= 0, Error) << "triton_embed: the current context's device is none of the "
+                                     << count << " devices the driver lists";
   int major = 0, minor = 0;
   check(a.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, info.device),
         "cuDeviceGetAttribute", "reading the device's compute capability");

@@ -76,6 +76,7 @@ class ModuleGuard {
 struct ContextInfo {
   CUcontext ctx = nullptr;
   CUdevice device = 0;
+  int ordinal = 0;           // the device's index (as the CUDA runtime and torch number it)
   int arch = 0;              // compute capability major * 10 + minor
   int max_shared_optin = 0;  // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
   // Devices with oversized shared memory (sm_107) report a larger limit, which Triton 3.8

@@ -23,34 +23,34 @@ namespace pyb = pybind11;
 
 namespace {
 
-// The call being launched (for error messages: a named argument's parameter index).
-thread_local const CallArgs* t_call = nullptr;
-
-std::string where(const JitFunction& fn, uint32_t arg) {
-  if (t_call != nullptr) {
-    const int p = call_param_index(fn.state(), *t_call, arg);
-    if (p >= 0) arg = static_cast<uint32_t>(p);
-  }
-  return kernel_arg_where(fn.state(), arg);
+// The parameter an argument of the call binds to (a named argument's index in the call is
+// not its parameter's).
+uint32_t param_of(const JitFunction& fn, const CallArgs& call, uint32_t arg) {
+  const int p = call_param_index(fn.state(), call, arg);
+  return p >= 0 ? static_cast<uint32_t>(p) : arg;
 }
 
-[[noreturn]] void throw_bad_dtype(const JitFunction& fn, const TensorRef& r) {
-  throw TypeError(where(fn, r.arg) + ": a tensor of dtype " +
+std::string where(const JitFunction& fn, const CallArgs& call, uint32_t arg) {
+  return kernel_arg_where(fn.state(), param_of(fn, call, arg));
+}
+
+[[noreturn]] void throw_bad_dtype(const JitFunction& fn, const CallArgs& call, const TensorRef& r) {
+  throw TypeError(where(fn, call, r.arg) + ": a tensor of dtype " +
                   std::string(c10::toString(r.tensor->scalar_type())) +
                   " has no Triton element type; pass bool, an integer, float8, float16, "
                   "bfloat16, float32 or float64 tensor");
 }
 
-[[noreturn]] void throw_bad_device(const JitFunction& fn, const TensorRef& r) {
-  throw ValueError(where(fn, r.arg) + ": a tensor on " + r.tensor->device().str() +
+[[noreturn]] void throw_bad_device(const JitFunction& fn, const CallArgs& call, const TensorRef& r) {
+  throw ValueError(where(fn, call, r.arg) + ": a tensor on " + r.tensor->device().str() +
                    " cannot be launched on; pass CUDA tensors (GPU launch) or CPU tensors "
                    "(Triton's interpreter)");
 }
 
-[[noreturn]] void throw_mixed(const JitFunction& fn, const TensorRef& a, const TensorRef& b) {
-  const int pa = t_call != nullptr ? call_param_index(fn.state(), *t_call, a.arg) : static_cast<int>(a.arg);
-  const uint32_t ia = pa >= 0 ? static_cast<uint32_t>(pa) : a.arg;
-  throw ValueError(where(fn, b.arg) + ": is on " + b.tensor->device().str() + ", but argument #" +
+[[noreturn]] void throw_mixed(const JitFunction& fn, const CallArgs& call, const TensorRef& a,
+                              const TensorRef& b) {
+  const uint32_t ia = param_of(fn, call, a.arg);
+  throw ValueError(where(fn, call, b.arg) + ": is on " + b.tensor->device().str() + ", but argument #" +
                    std::to_string(ia) + " '" + fn.params()[ia].name + "' is on " +
                    a.tensor->device().str() +
                    "; all tensors of a launch must be on one device");
@@ -158,16 +158,6 @@ void interpret_on_host(const JitFunction& fn, const GridSpec& grid, ArgValue* ar
   }
 }
 
-// The launch on torch's current stream of device `index` (made current by the caller).
-void launch_on(const JitFunction& fn, const GridSpec& grid, ArgValue* args, size_t nargs,
-               const CallArgs& call, c10::DeviceIndex index) {
-  const Stream stream = reinterpret_cast<Stream>(c10::cuda::getCurrentCUDAStream(index).stream());
-  if (call.nnamed == 0 && fn.state() != nullptr && fn.wrapper().empty()) {
-    launch(fn.state(), fn.interned_options(), grid, stream, args, nargs);
-  } else {
-    launch_call(fn.state(), fn.interned_options(), grid, stream, call);
-  }
-}
 
 }  // namespace
 
@@ -188,47 +178,52 @@ void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, s
   call.py_arg = &tensor_arg;
   call.py_ctx = &targs;
   const size_t nargs = npos + nnamed;
-  struct CallScope {
-    explicit CallScope(const CallArgs* c) : saved(t_call) { t_call = c; }
-    ~CallScope() { t_call = saved; }
-    const CallArgs* saved;
-  } scope(&call);
   const TensorRef* cuda = nullptr;
   const TensorRef* cpu = nullptr;
   for (size_t i = 0; i < ntensors; ++i) {
     const TensorRef& r = tensors[i];
     const at::Tensor& t = *r.tensor;
-    if (C10_UNLIKELY(triton_dtype(t.scalar_type()) == DType::invalid)) throw_bad_dtype(fn, r);
+    if (C10_UNLIKELY(triton_dtype(t.scalar_type()) == DType::invalid)) throw_bad_dtype(fn, call, r);
     const c10::Device d = t.device();
     if (d.is_cuda()) {
       if (cuda == nullptr) {
         cuda = &r;
       } else if (cuda->tensor->device().index() != d.index()) {
-        throw_mixed(fn, *cuda, r);
+        throw_mixed(fn, call, *cuda, r);
       }
-      if (cpu != nullptr) throw_mixed(fn, *cpu, r);
+      if (cpu != nullptr) throw_mixed(fn, call, *cpu, r);
     } else if (d.is_cpu()) {
-      if (cuda != nullptr) throw_mixed(fn, *cuda, r);
+      if (cuda != nullptr) throw_mixed(fn, call, *cuda, r);
       if (cpu == nullptr) cpu = &r;
     } else {
-      throw_bad_device(fn, r);
+      throw_bad_device(fn, call, r);
     }
   }
   if (cpu != nullptr) {
     interpret_on_host(fn, grid, args, nargs, tensors, ntensors, call);
     return;
   }
-  // The tensors' device made current for the launch. Usually it already is: then no guard,
-  // whose restore on exit asks the driver about the primary context on every launch.
-  c10::DeviceIndex current = -1;
-  C10_CUDA_CHECK(c10::cuda::GetDevice(&current));
-  const c10::DeviceIndex index = cuda != nullptr ? cuda->tensor->device().index() : current;
-  if (C10_UNLIKELY(index != current)) {
-    const c10::cuda::CUDAGuard guard(index);
-    launch_on(fn, grid, args, nargs, call, index);
-    return;
+  // On torch's current stream of the tensors' device (without CUDA tensors: the current
+  // device's), made current for the launch. Usually it already is: then no guard, whose
+  // restore on exit asks the driver about the primary context on every launch, and no
+  // question to the runtime about its current device (the launch reads the context anyway).
+  c10::DeviceIndex index = -1;
+  if (cuda != nullptr) {
+    index = cuda->tensor->device().index();
+  } else {
+    C10_CUDA_CHECK(c10::cuda::GetDevice(&index));
   }
-  launch_on(fn, grid, args, nargs, call, index);
+  const Stream stream = reinterpret_cast<Stream>(c10::cuda::getCurrentCUDAStream(index).stream());
+  KernelState* const k = fn.state();
+  const InternedOptions* const options = fn.interned_options();
+  if (C10_LIKELY(launch_if_on_device(index, k, options, grid, stream, call))) return;
+  const c10::cuda::CUDAGuard guard(index);
+  if (!launch_if_on_device(index, k, options, grid, stream, call)) {
+    throw Error("launching " + fn.module() + "." + fn.name() + ": device " +
+                    std::to_string(index) + " was made current for the launch, but the current "
+                    "CUDA context is on another device; do not replace the context torch uses "
+                    "for a device while launching on it");
+  }
 }
 
 }  // namespace triton_embed::detail
