@@ -24,24 +24,42 @@ class TRITON_EMBED_API Error : public std::runtime_error {
   ~Error() override;
 };
 
-/*! \brief An argument or object has the wrong type (e.g. a string for a runtime parameter,
- *  or a Python object that is not a \c @triton.jit function). */
+/*! \brief A call does not fit the kernel's signature (too few or too many arguments, one
+ *  given twice, a required one missing) or an argument or object has the wrong type (a string
+ *  for a runtime parameter, a float for an integer annotation, a Python object that is not a
+ *  \c @triton.jit function). Python raises \c TypeError for the same calls. */
 class TRITON_EMBED_API TypeError : public Error {
  public:
   using Error::Error;
   ~TypeError() override;
 };
 
-/*! \brief A value is out of range or malformed (wrong argument count, a value that does not
- *  fit an annotated type, an unknown compile option, a bad target string). */
+/*! \brief A value is malformed or out of range (a bad target string, a grid out of range, a
+ *  CPU tensor on a GPU launch). Python raises \c ValueError for these. */
 class TRITON_EMBED_API ValueError : public Error {
  public:
   using Error::Error;
   ~ValueError() override;
 };
 
-/*! \brief A Python module or kernel could not be found; the message carries the Python
- *  traceback. */
+/*! \brief A number does not fit the type it is passed as: an integer outside its annotated
+ *  or forced type, a negative address, a float too large for fp16, a grid axis of 2^31 or
+ *  more. Python raises \c OverflowError there (at launch); a \c ValueError, so a handler of
+ *  either catches it.
+ *  \code
+ *  try { k.launch(grid, stream, x, 300); }                 // k(x_ptr, n: tl.uint8)
+ *  catch (const triton_embed::OverflowError& e) { ... }   // "... 300 does not fit ... u8"
+ *  \endcode
+ */
+class TRITON_EMBED_API OverflowError : public ValueError {
+ public:
+  using ValueError::ValueError;
+  ~OverflowError() override;
+};
+
+/*! \brief A name was not found: a Python module or kernel (the message carries the Python
+ *  traceback), a named argument or a Triton option that does not exist, a parameter a grid
+ *  callable reads. Python raises \c KeyError (a \c LookupError) for the names of a call. */
 class TRITON_EMBED_API LookupError : public Error {
  public:
   using Error::Error;

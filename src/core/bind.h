@@ -9,7 +9,7 @@
 
 namespace triton_embed::detail {
 
-// ValueError: the call passed too few or too many arguments.
+// TypeError: the call passed too few or too many arguments (as Python's binder raises).
 [[noreturn]] void throw_arg_count(const KernelState& k, size_t nargs);
 
 // The arguments with the Python defaults of the parameters left out filled in: `args` itself

@@ -9,6 +9,7 @@ namespace triton_embed {
 Error::~Error() = default;
 TypeError::~TypeError() = default;
 ValueError::~ValueError() = default;
+OverflowError::~OverflowError() = default;
 LookupError::~LookupError() = default;
 CompileError::~CompileError() = default;
 NotSupportedError::~NotSupportedError() = default;

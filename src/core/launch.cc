@@ -80,10 +80,25 @@ inline Entry* find_or_compile(KernelState& k, const InternedOptions* options, co
   return e;
 }
 
+// An axis of 2^31 or more is an OverflowError, as Triton's launcher parses each axis as a C
+// int; the rest of what the driver refuses (a negative axis, x * num_ctas from 2^31, y or z
+// from 65536) is a ValueError raised before the driver call.
 [[noreturn]] void throw_bad_grid(const KernelState& k, const Grid& g, uint32_t num_ctas) {
+  constexpr int64_t kIntMax = 0x7FFFFFFF;
+  TE_CHECK(g.x <= kIntMax && g.y <= kIntMax && g.z <= kIntMax, OverflowError)
+      << "launching " << full_name(k) << ": grid (" << g.x << ", " << g.y << ", " << g.z
+      << ") has an axis of 2^31 or more; each axis is a 32-bit int (x * num_ctas below 2^31, "
+         "y and z below 65536): split the work over more axes or more work per program";
   TE_THROW(ValueError) << "launching " << full_name(k) << ": grid (" << g.x << ", " << g.y << ", "
                        << g.z << ") is out of range: each axis must be >= 0, x * num_ctas ("
                        << num_ctas << ") below 2^31 and y, z below 65536";
+}
+
+inline void check_grid(const KernelState& k, const Grid& g, uint32_t num_ctas) {
+  if (TE_UNLIKELY(g.x < 0 || g.y < 0 || g.z < 0 || g.x > 0x7FFFFFFF / num_ctas || g.y > 65535 ||
+                  g.z > 65535)) {
+    throw_bad_grid(k, g, num_ctas);
+  }
 }
 
 // Scratch buffers of one launch, released (stream-ordered) when the launch is queued.
@@ -156,10 +171,7 @@ void launch_in(KernelState* kernel, const cuda::ContextInfo& ctx, const Interned
 
   const Grid g = grid.fn != nullptr ? grid.fn(grid.ctx, Meta(kernel, b.args, k.params.size()))
                                     : grid.fixed;
-  if (TE_UNLIKELY(g.x < 0 || g.y < 0 || g.z < 0 || g.x > 0x7FFFFFFF / e->num_ctas ||
-                  g.y > 65535 || g.z > 65535)) {
-    throw_bad_grid(k, g, e->num_ctas);
-  }
+  check_grid(k, g, e->num_ctas);
   if (g.x == 0 || g.y == 0 || g.z == 0) return;  // Triton launches nothing for an empty grid
 
   void* params[kMaxLeaves + 2];
@@ -311,6 +323,10 @@ int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const
 }
 
 namespace testing {
+
+void check_grid(KernelState* kernel, const Grid& grid, uint32_t num_ctas) {
+  detail::check_grid(*kernel, grid, num_ctas);
+}
 
 int fast_path_agrees(KernelState* kernel, const ArgValue* args, size_t nargs) {
   KernelState& k = *kernel;

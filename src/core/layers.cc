@@ -38,13 +38,15 @@ int find_param(const KernelState& k, const ArgName& name) noexcept {
                                          "debug", "launch_pdl", "launch_cooperative_grid"};
   for (const char* o : kOptions) {
     if (n == o) {
-      TE_THROW(TypeError) << call_signature(k) << ": got an unexpected named argument '" << n
-                          << "': it is a Triton option, not a parameter; set it with "
-                             "with_options(triton_embed::Options()." << n << "(...))";
+      TE_THROW(NotSupportedError) << call_signature(k) << ": got an unexpected named argument '"
+                                  << n << "': it is a Triton option, not a parameter; set it with "
+                                     "with_options(triton_embed::Options()." << n << "(...))";
     }
   }
-  TE_THROW(TypeError) << call_signature(k) << ": got an unexpected named argument '" << n
-                      << "'; the parameters are the names in the signature";
+  // Python's JITFunction.run raises KeyError (a LookupError) for a keyword that names neither
+  // a parameter nor an option.
+  TE_THROW(LookupError) << call_signature(k) << ": got an unexpected named argument '" << n
+                        << "'; the parameters are the names in the signature";
 }
 
 [[noreturn]] void throw_twice(const KernelState& k, int p, bool positional) {

@@ -42,6 +42,22 @@ bool int_fits(DType t, const ArgValue& v) {
   }
 }
 
+// " (range [lo, hi])" of an integer type, for the messages of values that do not fit it.
+std::string int_range(DType t) {
+  switch (t) {
+    case DType::u1: return " (range [0, 1])";
+    case DType::i8: return " (range [-128, 127])";
+    case DType::i16: return " (range [-32768, 32767])";
+    case DType::i32: return " (range [-2^31, 2^31 - 1])";
+    case DType::i64: return " (range [-2^63, 2^63 - 1])";
+    case DType::u8: return " (range [0, 255])";
+    case DType::u16: return " (range [0, 65535])";
+    case DType::u32: return " (range [0, 2^32 - 1])";
+    case DType::u64: return " (range [0, 2^64 - 1])";
+    default: return "";
+  }
+}
+
 double as_double(const ArgValue& v) {
   if (v.kind == ArgKind::kFloat || (v.kind == ArgKind::kScalar && dtype_is_float(v.dtype))) {
     return v.f;
@@ -112,9 +128,9 @@ void check_forced_scalar(const Writer& w, const ArgValue& v) {
       << arg_where(w.kernel(), w.param()) << ": a scalar of type " << dtype_name(v.dtype)
       << " cannot be passed to a kernel; use u1, i8..i64, u8..u64, fp16, bf16, fp32 or fp64";
   if (!dtype_is_float(v.dtype)) {
-    TE_CHECK(int_fits(v.dtype, v), ValueError)
+    TE_CHECK(int_fits(v.dtype, v), OverflowError)
         << arg_where(w.kernel(), w.param()) << ": " << (v.big ? std::to_string(v.u) : std::to_string(v.i))
-        << " does not fit the forced type " << dtype_name(v.dtype);
+        << " does not fit the forced type " << dtype_name(v.dtype) << int_range(v.dtype);
   }
 }
 
@@ -194,8 +210,9 @@ void spec_annotated(Writer& w, const ParamSpec& p, const ArgValue& v) {
         key = SpecKey::kNone;
         break;
       case ArgKind::kInt:  // a raw address, as Python accepts an int
-        TE_CHECK(v.big || v.i >= 0, ValueError)
-            << arg_where(k, i) << ": a negative integer is not a valid address";
+        TE_CHECK(v.big || v.i >= 0, OverflowError)
+            << arg_where(k, i) << ": " << v.i << " is not a valid address; pass a pointer or an "
+            << "address from 0 to 2^64 - 1";
         key = (p.specialize && int_is_one(v)) ? SpecKey::kOne : int_key(v, p.specialize, p.align);
         break;
       default:
@@ -215,9 +232,9 @@ void spec_annotated(Writer& w, const ParamSpec& p, const ArgValue& v) {
   }
   TE_CHECK(is_int_like(v), TypeError) << arg_where(k, i) << ": expected an integer for the annotated type "
                                       << dtype_name(ann) << ", got " << describe_value(v);
-  TE_CHECK(int_fits(ann, v), ValueError)
+  TE_CHECK(int_fits(ann, v), OverflowError)
       << arg_where(k, i) << ": " << (v.big ? std::to_string(v.u) : std::to_string(v.i))
-      << " does not fit the annotated type " << dtype_name(ann);
+      << " does not fit the annotated type " << dtype_name(ann) << int_range(ann);
   if (ann == DType::u1) {
     w.scalar(ann, SpecKey::kNone, &v);
     return;
@@ -502,8 +519,9 @@ uint64_t pack_leaf(const KernelState& kernel, const Leaf& leaf) {
   switch (leaf.dtype) {
     case DType::fp16: {
       uint16_t h;
-      TE_CHECK(double_to_half_bits(as_double(v), &h), ValueError)
-          << arg_where(kernel, leaf.param) << ": " << as_double(v) << " is too large for fp16";
+      TE_CHECK(double_to_half_bits(as_double(v), &h), OverflowError)
+          << arg_where(kernel, leaf.param) << ": " << as_double(v)
+          << " is too large for fp16 (largest finite value 65504)";
       return h;
     }
     case DType::bf16: {

@@ -81,7 +81,8 @@ std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, 
       where = call_signature(k);
     }
     if (type == "ValueError" && message.rfind("unknown Triton option", 0) == 0) {
-      TE_THROW(ValueError) << full_name(k) << ": " << message;
+      // Python's JITFunction.run raises KeyError for a keyword that is no option.
+      TE_THROW(LookupError) << full_name(k) << ": " << message;
     }
     TE_THROW(CompileError) << "Triton failed to compile " << full_name(k) << " as " << where
                            << " for " << target_str(key.target)

@@ -186,13 +186,13 @@ def expected_error(kernel, value):
         if is_pointer or value is None:
             return None
         if type(value) is int:
-            return "ValueError" if value < 0 else None
+            return "OverflowError" if value < 0 else None
         return "TypeError"
     if ann in ("fp16", "bf16", "fp32", "fp64"):
         return None if type(value) in (int, float, bool) else "TypeError"
     if type(value) in (int, bool):
         lo, hi = _RANGES[ann]
-        return None if lo <= int(value) <= hi else "ValueError"
+        return None if lo <= int(value) <= hi else "OverflowError"
     return "TypeError"
 )PY";
 
@@ -202,6 +202,8 @@ std::string ours_result(const Case& c, const te::JitFunction& fn) {
     return te_test::repr(r[py::int_(0)]);
   } catch (const te::TypeError&) {
     return "TypeError";
+  } catch (const te::OverflowError&) {
+    return "OverflowError";
   } catch (const te::ValueError&) {
     return "ValueError";
   } catch (const te::Error& e) {
@@ -304,9 +306,10 @@ TEST_F(SpecializeParity, ForcedScalarsMatchAnnotations) {
   // A forced value out of its type's range is an error.
   try {
     py::object r = te_test::steal(te::detail::testing::specialization_of(plain, te::i32(int64_t{1} << 40)));
-    FAIL() << "expected ValueError";
-  } catch (const te::ValueError& e) {
-    EXPECT_STREQ(e.what(), "k_plain(a): argument #0 'a': 1099511627776 does not fit the forced type i32");
+    FAIL() << "expected OverflowError";
+  } catch (const te::OverflowError& e) {
+    EXPECT_STREQ(e.what(), "k_plain(a): argument #0 'a': 1099511627776 does not fit the forced type i32 "
+                           "(range [-2^31, 2^31 - 1])");
   }
 }
 

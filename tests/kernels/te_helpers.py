@@ -59,3 +59,62 @@ def warmup_hashes(module, kernel, args, kwargs):
         return [k.hash for k in r] if isinstance(r, list) else r.hash
     finally:
         driver._active = previous
+
+
+def _capi(name, restype, *argtypes):
+    import ctypes
+
+    f = getattr(ctypes.pythonapi, name)  # PyDLL: raises the Python error the call sets
+    f.restype = restype
+    f.argtypes = list(argtypes) if argtypes else [ctypes.py_object]
+    return f
+
+
+def launcher_convert(ty, value):
+    """Converts `value` as Triton's CUDA launcher converts an argument of signature type `ty`
+    (the extractors of triton/backends/nvidia/driver.c in 3.8: the same C API calls), and
+    raises what it raises; for a pointer it stops before asking the driver about the address.
+    The errors Triton only raises at launch can so be checked without a GPU."""
+    import ctypes
+    import struct
+
+    if ty.startswith("*"):
+        if value is None:
+            return 0
+        if not isinstance(value, int):
+            if not callable(getattr(value, "data_ptr", None)):
+                raise TypeError("Pointer argument must be either uint64 or have data_ptr method")
+            value = value.data_ptr()
+        return _capi("PyLong_AsUnsignedLongLong", ctypes.c_ulonglong)(value)
+    if ty in ("i1", "i8", "i16", "i32"):
+        return _capi("PyLong_AsLong", ctypes.c_long)(value)
+    if ty == "i64":
+        return _capi("PyLong_AsLongLong", ctypes.c_longlong)(value)
+    if ty in ("u1", "u8", "u16", "u32"):
+        return _capi("PyLong_AsUnsignedLong", ctypes.c_ulong)(value)
+    if ty == "u64":
+        return _capi("PyLong_AsUnsignedLongLong", ctypes.c_ulonglong)(value)
+    d = _capi("PyFloat_AsDouble", ctypes.c_double)(value)
+    if ty == "fp16":
+        return struct.pack("<e", d)  # PyFloat_Pack2, as the launcher packs fp16
+    return d
+
+
+def launcher_grid(x, y=1, z=1):
+    """Parses a grid as Triton's CUDA launcher does (three C ints, PyArg_ParseTuple 'iii')."""
+    import ctypes
+
+    out = [ctypes.c_int() for _ in range(3)]
+    parse = ctypes.pythonapi.PyArg_ParseTuple
+    parse.restype = ctypes.c_int
+    parse(ctypes.py_object((x, y, z)), b"iii", *[ctypes.byref(o) for o in out])
+    return tuple(o.value for o in out)
+
+
+def raised(fn, *args, **kwargs):
+    """The exception class fn(*args, **kwargs) raises, or None."""
+    try:
+        fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - the tests compare the class
+        return type(e)
+    return None

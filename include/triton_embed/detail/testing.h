@@ -19,7 +19,8 @@ TRITON_EMBED_API int dry_run_call(KernelState* kernel, const InternedOptions* op
 namespace testing {
 
 /*! A new reference (as void*) to the tuple (specialization, bound_args) Triton's binder
- *  would see for these C++ arguments. The caller holds the GIL. */
+ *  would see for these C++ arguments (defaults filled in for those left out). Raises what a
+ *  launch raises for them. The caller holds the GIL. */
 TRITON_EMBED_API void* specialization(KernelState* kernel, const ArgValue* args, size_t nargs);
 
 template <class... Args>
@@ -54,6 +55,10 @@ int fast_path_agrees_for(const JitFunction& fn, const Args&... args) {
   fill_args(vals, args...);
   return fast_path_agrees(fn.state(), vals, sizeof...(Args));
 }
+
+/*! The launch's grid check: throws what a launch on \p grid with \p num_ctas raises
+ *  before the driver call (OverflowError, ValueError), or returns. */
+TRITON_EMBED_API void check_grid(KernelState* kernel, const Grid& grid, uint32_t num_ctas);
 
 /*! Number of Triton compiles this process has run through triton_embed. */
 TRITON_EMBED_API long compile_count();
