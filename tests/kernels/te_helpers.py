@@ -59,3 +59,26 @@ def warmup_hashes(module, kernel, args, kwargs):
         return [k.hash for k in r] if isinstance(r, list) else r.hash
     finally:
         driver._active = previous
+
+
+def warmup_failures(module, kernel, args, kwargs, times):
+    """Runs Python's warmup of the kernel (for cuda:90 through FakeDriver) `times` times and
+    returns how many raised an Exception: Triton's own path, for comparing what a failing
+    compile costs there and through triton_embed."""
+    import importlib
+
+    from triton.runtime.driver import driver
+
+    fn = getattr(importlib.import_module(module), kernel)
+    previous = driver._active
+    driver.set_active(FakeDriver())
+    failures = 0
+    try:
+        for _ in range(times):
+            try:
+                fn.warmup(*args, grid=(1,), **kwargs)
+            except Exception:
+                failures += 1
+    finally:
+        driver._active = previous
+    return failures
