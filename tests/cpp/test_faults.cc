@@ -4,6 +4,7 @@
 // many repeats; LeakSanitizer at exit in the sanitizer build), caches nothing, and the next
 // good call works. The process exiting while a thread compiles is probe_exit.cc.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
