@@ -33,7 +33,8 @@ class TRITON_EMBED_API ScratchAllocator {
  public:
   virtual ~ScratchAllocator();
   /*! \brief Returns a device address of at least \p bytes, aligned to \p alignment, usable
-   *  by work queued on \p stream. Throw to fail the launch. */
+   *  by work queued on \p stream. Throw to fail the launch (the exception reaches the
+   *  caller of launch()); a null address fails it with OutOfResourcesError. */
   virtual uint64_t allocate(size_t bytes, size_t alignment, Stream stream) = 0;
   /*! \brief Gives back \p ptr once the launch queued on \p stream is done with it. */
   virtual void release(uint64_t ptr, size_t bytes, Stream stream) noexcept = 0;

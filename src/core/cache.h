@@ -126,6 +126,7 @@ struct Pending {
   uint64_t hash = 0;
   std::vector<uint64_t> key_words;
   bool done = false;
+  int waiters = 0;  // threads waiting for this compile (testing::compile_waiters)
   Entry* entry = nullptr;
   std::exception_ptr error;
   std::condition_variable cv;

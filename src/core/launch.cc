@@ -101,17 +101,27 @@ inline void check_grid(const KernelState& k, const Grid& g, uint32_t num_ctas) {
   }
 }
 
+[[noreturn]] void throw_null_scratch(const KernelState& k, bool profile, uint64_t bytes) {
+  TE_THROW(OutOfResourcesError) << "launching " << full_name(k) << ": the "
+                                << (profile ? "profile" : "global")
+                                << " scratch allocator returned a null address for " << bytes
+                                << " bytes; an allocator that cannot allocate must throw";
+}
+
 // Scratch buffers of one launch, released (stream-ordered) when the launch is queued.
 class Scratch {
  public:
   ~Scratch() {
     if (ptr_ != 0) alloc_->release(ptr_, bytes_, stream_);
   }
-  uint64_t allocate(bool profile, uint64_t bytes, uint64_t align, Stream stream) {
+  uint64_t allocate(const KernelState& k, bool profile, uint64_t bytes, uint64_t align,
+                    Stream stream) {
     alloc_ = cuda::scratch_allocator(profile);
     bytes_ = bytes;
     stream_ = stream;
     ptr_ = alloc_->allocate(bytes, align, stream);
+    // A null address would reach the kernel and fault on the device: refuse it here.
+    if (TE_UNLIKELY(ptr_ == 0)) throw_null_scratch(k, profile, bytes);
     return ptr_;
   }
 
@@ -181,13 +191,13 @@ void launch_in(KernelState* kernel, const cuda::ContextInfo& ctx, const Interned
   const uint64_t programs = static_cast<uint64_t>(g.x) * g.y * g.z * e->num_ctas;
   slots[np] = e->global_scratch_size == 0
                   ? 0
-                  : global_scratch.allocate(false, scratch_bytes(k, programs, e->global_scratch_size),
+                  : global_scratch.allocate(k, false, scratch_bytes(k, programs, e->global_scratch_size),
                                             e->global_scratch_align, stream);
   params[np] = &slots[np];
   ++np;
   slots[np] = e->profile_scratch_size == 0
                   ? 0
-                  : profile_scratch.allocate(true, scratch_bytes(k, programs, e->profile_scratch_size),
+                  : profile_scratch.allocate(k, true, scratch_bytes(k, programs, e->profile_scratch_size),
                                              e->profile_scratch_align, stream);
   params[np] = &slots[np];
   ++np;

@@ -84,6 +84,14 @@ std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, 
       // Python's JITFunction.run raises KeyError for a keyword that is no option.
       TE_THROW(LookupError) << full_name(k) << ": " << message;
     }
+    if (!PyErr_GivenExceptionMatches(e.type().ptr(), PyExc_Exception)) {
+      // KeyboardInterrupt, SystemExit: the compile was stopped, it did not fail. Nothing is
+      // cached; the next call compiles again.
+      TE_THROW(PythonError) << "compiling " << full_name(k) << " as " << where << " for "
+                            << target_str(key.target) << " was interrupted by " << type
+                            << (message.empty() ? "" : ": " + message)
+                            << "; nothing was cached, the next call compiles again";
+    }
     TE_THROW(CompileError) << "Triton failed to compile " << full_name(k) << " as " << where
                            << " for " << target_str(key.target)
                            << (opts.options.empty() ? "" : " with " + opts.options.str()) << ":\n"
@@ -133,7 +141,9 @@ Entry* compile_entry(KernelState& k, const InternedOptions& opts, const Key& key
     for (const auto& p : k.cache.pending) {
       if (p->matches(key, h)) {
         std::shared_ptr<Pending> other = p;
+        ++other->waiters;
         other->cv.wait(lock, [&] { return other->done; });
+        --other->waiters;
         if (other->error) std::rethrow_exception(other->error);
         return other->entry;
       }

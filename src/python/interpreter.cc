@@ -109,8 +109,17 @@ void embedded_atexit() {
   // still run; finalising at exit is where embedded CPython crashes). Flush Python's
   // output and stop calling into it.
   State& s = state();
-  if (s.closed.exchange(true)) return;
-  if (s.in_flight.load() != 0) return;  // a compile still runs on another thread
+  if (s.closed.exchange(true)) return;  // from now on a compile that starts refuses to
+  if (s.in_flight.load() != 0) {
+    // A compile still runs on another thread. The static destructors about to run include
+    // Triton's native library's, which that compile may be using (seen: an abort in Triton's
+    // environment-variable check). Take the GIL and keep it: Triton's compile steps hold the
+    // GIL, so once this thread has it none is half-way through one, and none starts again;
+    // the compiling threads stop where they next wait for the GIL, and the process ends.
+    // Python's streams are not flushed then: a stopped thread may hold their locks.
+    PyGILState_Ensure();
+    return;
+  }
   PyGILState_STATE g = PyGILState_Ensure();
   PyObject* sys = PyImport_ImportModule("sys");
   if (sys != nullptr) {

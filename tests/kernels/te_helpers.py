@@ -118,3 +118,26 @@ def raised(fn, *args, **kwargs):
     except Exception as e:  # noqa: BLE001 - the tests compare the class
         return type(e)
     return None
+
+
+def warmup_failures(module, kernel, args, kwargs, times):
+    """Runs Python's warmup of the kernel (for cuda:90 through FakeDriver) `times` times and
+    returns how many raised an Exception: Triton's own path, for comparing what a failing
+    compile costs there and through triton_embed."""
+    import importlib
+
+    from triton.runtime.driver import driver
+
+    fn = getattr(importlib.import_module(module), kernel)
+    previous = driver._active
+    driver.set_active(FakeDriver())
+    failures = 0
+    try:
+        for _ in range(times):
+            try:
+                fn.warmup(*args, grid=(1,), **kwargs)
+            except Exception:
+                failures += 1
+    finally:
+        driver._active = previous
+    return failures

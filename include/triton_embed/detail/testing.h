@@ -67,6 +67,9 @@ TRITON_EMBED_API long compile_count();
  *  config pre-hooks) in this process. */
 TRITON_EMBED_API long layer_python_calls();
 
+/*! Number of threads waiting for another thread's compile of one of the kernel's keys. */
+TRITON_EMBED_API int compile_waiters(const JitFunction& fn);
+
 /*! Number of entries in a kernel's cache. */
 TRITON_EMBED_API size_t cache_size(const JitFunction& fn);
 

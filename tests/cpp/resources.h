@@ -1,0 +1,41 @@
+#pragma once
+
+// What a process holds, for the soak and fault tests' leak checks: resident host memory, and
+// whether a sanitizer runs (its allocator keeps freed memory in quarantine, so resident size
+// says nothing there; LeakSanitizer checks at exit instead).
+
+#include <malloc.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+
+namespace te_test {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+// Resident set size in bytes (/proc/self/statm), after malloc has given its free pages back
+// to the system; -1 when it cannot be read. Not under a sanitizer (see above).
+inline int64_t rss_bytes() {
+  malloc_trim(0);
+  long size = 0, resident = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return -1;
+  const int n = std::fscanf(f, "%ld %ld", &size, &resident);
+  std::fclose(f);
+  return n == 2 ? static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE) : -1;
+}
+
+}  // namespace te_test
