@@ -166,9 +166,9 @@ TEST(Soak, EightThreadsMixGoodAndBadHostPathCalls) {
   EXPECT_EQ(cases[13].what, "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): expected 5 arguments, got 2");
   EXPECT_EQ(*cases[14].type, typeid(te::TypeError));
   EXPECT_EQ(*cases[15].type, typeid(te::TypeError));
-  EXPECT_EQ(*cases[16].type, typeid(te::ValueError));
-  EXPECT_EQ(*cases[17].type, typeid(te::ValueError));
-  EXPECT_EQ(*cases[18].type, typeid(te::TypeError));
+  EXPECT_EQ(*cases[16].type, typeid(te::OverflowError));
+  EXPECT_EQ(*cases[17].type, typeid(te::OverflowError));
+  EXPECT_EQ(*cases[18].type, typeid(te::LookupError));
   EXPECT_EQ(*cases[19].type, typeid(te::TypeError));
   EXPECT_EQ(cases[0].slots[0], 0x10000u);
   EXPECT_EQ(cases[1].slots[0], 0x11000u);
@@ -325,7 +325,7 @@ TEST(SoakGpu, EightThreadsMixGoodAndBadLaunches) {
   };
   const std::type_info* bad_types[] = {&typeid(te::TypeError), &typeid(te::TypeError),
                                        &typeid(te::TypeError), &typeid(te::ValueError),
-                                       &typeid(te::ValueError)};
+                                       &typeid(te::OverflowError)};
   std::vector<std::string> bad_messages;
   for (size_t b = 0; b < bad_calls.size(); ++b) {
     try {

@@ -42,6 +42,8 @@ PYBIND11_MODULE(te_pyext, m) {
       if (p) std::rethrow_exception(p);
     } catch (const te::TypeError& e) {
       PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const te::OverflowError& e) {
+      PyErr_SetString(PyExc_OverflowError, e.what());
     } catch (const te::ValueError& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const te::LookupError& e) {
