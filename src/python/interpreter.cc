@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "core/errors.h"
 #include "core/registry.h"
@@ -31,7 +33,10 @@ struct State {
   std::vector<std::string> added_paths;
   std::atomic<bool> closed{false};
   std::atomic<int> in_flight{0};
+  std::atomic<int> exit_registrations{0};  // of embedded_atexit after Python work (InFlight)
 };
+
+constexpr int kExitRegistrations = 64;
 
 State& state() {
   static State* s = new State();  // never destroyed: outlives every static object
@@ -110,13 +115,29 @@ void embedded_atexit() {
   // output and stop calling into it.
   State& s = state();
   if (s.closed.exchange(true)) return;  // from now on a compile that starts refuses to
+  // Compiles still running on other threads use Triton's native code (MLIR, LLVM), partly
+  // without the GIL, and the static destructors about to run tear it down (seen: an abort
+  // in Triton's environment check, a segfault in LLVM). Let them finish, for at most
+  // TRITON_EMBED_EXIT_WAIT seconds (default 30), without the GIL, which they need.
   if (s.in_flight.load() != 0) {
-    // A compile still runs on another thread. The static destructors about to run include
-    // Triton's native library's, which that compile may be using (seen: an abort in Triton's
-    // environment-variable check). Take the GIL and keep it: Triton's compile steps hold the
-    // GIL, so once this thread has it none is half-way through one, and none starts again;
-    // the compiling threads stop where they next wait for the GIL, and the process ends.
-    // Python's streams are not flushed then: a stopped thread may hold their locks.
+    const ReleaseGilIfHeld no_gil;
+    double limit = 30;
+    if (const char* e = std::getenv("TRITON_EMBED_EXIT_WAIT")) {
+      char* end = nullptr;
+      const double v = std::strtod(e, &end);
+      if (end != e && v >= 0) limit = v;
+    }
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(limit));
+    while (s.in_flight.load() != 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  if (s.in_flight.load() != 0) {
+    // One is still running (stuck in the user's Python, or slower than the limit). Take the
+    // GIL and keep it: its Python code stops where it next needs the GIL, and none starts
+    // again. Python's streams are not flushed then: a stopped thread may hold their locks.
     PyGILState_Ensure();
     return;
   }
@@ -267,7 +288,18 @@ ReleaseGilIfHeld::~ReleaseGilIfHeld() {
 }
 
 InFlight::InFlight() { state().in_flight.fetch_add(1); }
-InFlight::~InFlight() { state().in_flight.fetch_sub(1); }
+InFlight::~InFlight() {
+  State& s = state();
+  s.in_flight.fetch_sub(1);
+  // Exit handlers run in reverse order of registration, and the objects Triton's compiler
+  // (MLIR, LLVM) creates on first use register their destructors then: after the handler
+  // registered at start-up, so they would be destroyed before it waits for running compiles.
+  // Registering it again after a compile puts it before them. The first compiles create
+  // nearly all such objects; later ones register nothing new.
+  if (s.embedded && !s.closed.load() && s.exit_registrations.fetch_add(1) < kExitRegistrations) {
+    std::atexit(embedded_atexit);
+  }
+}
 
 pyb::handle glue() {
   State& s = state();
