@@ -35,6 +35,7 @@
 #include "triton_embed/options.h"
 #include "triton_embed/runtime.h"
 #include "triton_embed/stream.h"
+#include "triton_embed/tensor_descriptor.h"
 
 namespace triton_embed {
 

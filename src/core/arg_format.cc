@@ -120,6 +120,9 @@ std::string describe_value(const ArgValue& v) {
       return "a JitFunction";
     case ArgKind::kPyObject:
       return "a Python object";
+    case ArgKind::kTensorDesc:
+      os << "a tensor descriptor of " << dtype_name(v.dtype);
+      return os.str();
   }
   return "an unknown value";
 }

@@ -54,6 +54,19 @@ struct LoadedFunction {
 };
 
 // A compiled kernel with what a launch needs, plus its loaded functions per context.
+// What a compiled kernel's metadata says of one tensordesc parameter (Triton's
+// metadata.tensordesc_meta); absent when Triton did not lower it to TMA (targets before
+// sm_90), and the launcher then passes base, shape, strides and flags instead of a map.
+struct TmaMeta {
+  bool present = false;
+  int swizzle = 0;      // CUtensorMapSwizzle
+  int elem_size = 0;    // bytes
+  int elem_type = 0;    // Triton's device-side TMA type (mapped to the driver's on encoding)
+  int rank = 0;
+  uint32_t box[5] = {};  // block_size, outermost first
+  bool fp4_padded = false;
+};
+
 struct Entry {
   uint32_t target = 0;
   uint32_t options = 0;
@@ -72,6 +85,8 @@ struct Entry {
   uint64_t global_scratch_size = 0, global_scratch_align = 1;
   uint64_t profile_scratch_size = 0, profile_scratch_align = 1;
   uint32_t num_runtime_params = 0;  // packed leaves; hidden scratch pointers follow them
+  std::vector<TmaMeta> tma;         // one per tensordesc leaf, in order
+  int triton_version = 0;           // major * 100 + minor: how descriptors are passed
 
   std::mutex load_mu;
   std::atomic<uint32_t> nloaded{0};

@@ -49,6 +49,7 @@ struct KernelState {
   std::vector<uint64_t> name_hashes;  // name_hash() of each parameter name (named arguments)
   std::vector<ParamSpec> specs;
   std::vector<ArgValue> defaults;  // one per parameter; kind kNone with has_default false
+  int triton_version = 0;  // the installed Triton, major * 100 + minor (306, 308, ...)
   size_t min_args = 0;             // parameters without defaults, counted from the front
 
 

@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "core/specialize.h"
 #include "core/target.h"
+#include "core/tensor_map.h"
 #include "cuda/driver.h"
 #include "cuda/scratch.h"
 #include "triton_embed/detail/testing.h"
@@ -140,12 +141,24 @@ uint64_t scratch_bytes(const KernelState& k, uint64_t programs, uint64_t size) {
   return bytes;
 }
 
-// Packs the runtime leaves into slots. Returns the count.
-inline uint32_t pack_args(const KernelState& k, const LeafList& leaves, uint64_t* slots) {
+// Packs the runtime leaves into slots and points params at them (a descriptor's CUtensorMap
+// goes to maps). Returns the count.
+inline uint32_t pack_args(const KernelState& k, const Entry& e, const LeafList& leaves,
+                          uint64_t* slots, void** params, TensorMapStorage* maps) {
   uint32_t np = 0;
+  uint32_t desc = 0;
   for (uint32_t i = 0; i < leaves.n; ++i) {
     const Leaf& l = leaves.leaves[i];
-    if (l.kind == LeafKind::kScalar || l.kind == LeafKind::kPointer) slots[np++] = pack_leaf(k, l);
+    if (l.kind == LeafKind::kScalar || l.kind == LeafKind::kPointer) {
+      slots[np] = pack_leaf(k, l);
+      params[np] = &slots[np];
+      ++np;
+    } else if (l.kind == LeafKind::kTensorDesc) {
+      if (TE_UNLIKELY((l.value->flags & kArgHostMemory) != 0)) throw_host_memory(k, l.param);
+      np += pack_descriptor(k, l.param, *static_cast<const TensorDescriptor*>(l.value->ptr),
+                            e.tma[desc], e.triton_version, slots + np, params + np, &maps[desc]);
+      ++desc;
+    }
   }
   return np;
 }
@@ -168,13 +181,17 @@ void launch_in(KernelState* kernel, const cuda::ContextInfo& ctx, const Interned
   const uint32_t forced = explicit_target_code();
   const uint32_t target = forced != 0 ? forced : target_code(ctx.arch, 32);
   Bound b;
-  uint64_t slots[kMaxLeaves + 2];
+  uint64_t slots[kMaxPackedParams];
+  void* params[kMaxPackedParams];
+  TensorMapStorage maps[kMaxTensorDescs];
   uint32_t np = 0;
   Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np);
-  if (TE_UNLIKELY(e == nullptr)) {  // a miss, or a call the one-pass path does not take
+  if (TE_LIKELY(e != nullptr)) {
+    for (uint32_t i = 0; i < np; ++i) params[i] = &slots[i];
+  } else {  // a miss, or a call the one-pass path does not take
     bind(k, options, args, nargs, target, b);
     e = find_or_compile(k, options, b);
-    np = pack_args(k, b.leaves, slots);
+    np = pack_args(k, *e, b.leaves, slots, params, maps);
   }
   void* fn = e->function_for(ctx.ctx);
   if (TE_UNLIKELY(fn == nullptr)) fn = load_function(k, *e, ctx);
@@ -184,8 +201,6 @@ void launch_in(KernelState* kernel, const cuda::ContextInfo& ctx, const Interned
   check_grid(k, g, e->num_ctas);
   if (g.x == 0 || g.y == 0 || g.z == 0) return;  // Triton launches nothing for an empty grid
 
-  void* params[kMaxLeaves + 2];
-  for (uint32_t i = 0; i < np; ++i) params[i] = &slots[i];
   Scratch global_scratch, profile_scratch;
   // At most 2^31 * 65535 * 65535 programs: the product fits 64 bits; the byte count may not.
   const uint64_t programs = static_cast<uint64_t>(g.x) * g.y * g.z * e->num_ctas;
@@ -319,14 +334,16 @@ int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const
     return dry_run_call(kernel, options, positional_call(args, nargs), slots_out);
   }
   Bound b;
-  uint64_t slots[kMaxLeaves + 2];
+  uint64_t slots[kMaxPackedParams];
+  void* params[kMaxPackedParams];
+  TensorMapStorage maps[kMaxTensorDescs];
   uint32_t np = 0;
   Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np);
   bool hit = e != nullptr;
   if (!hit) {
     bind(k, options, args, nargs, target, b);
-    find_or_compile(k, options, b, &hit);
-    np = pack_args(k, b.leaves, slots);
+    e = find_or_compile(k, options, b, &hit);
+    np = pack_args(k, *e, b.leaves, slots, params, maps);
   }
   if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
   return hit ? static_cast<int>(np) : -static_cast<int>(np) - 1;
@@ -350,7 +367,13 @@ int fast_path_agrees(KernelState* kernel, const ArgValue* args, size_t nargs) {
   specialize(k, slow.args, slow.leaves);
   build_key(k, slow.leaves, slow.key);
   uint64_t slow_slots[kMaxLeaves + 2];
-  const uint32_t slow_n = pack_args(k, slow.leaves, slow_slots);
+  uint32_t slow_n = 0;
+  for (uint32_t i = 0; i < slow.leaves.n; ++i) {  // the one-pass path declines descriptors
+    const Leaf& l = slow.leaves.leaves[i];
+    if (l.kind == LeafKind::kScalar || l.kind == LeafKind::kPointer) {
+      slow_slots[slow_n++] = pack_leaf(k, l);
+    }
+  }
   if (!took) return -1;
   return fast.key.n == slow.key.n &&
                  std::memcmp(fast.key.w, slow.key.w, slow.key.n * sizeof(uint64_t)) == 0 &&

@@ -122,6 +122,7 @@ void encode_value(const ArgValue& v, MemoKey& key) {
       key.push(reinterpret_cast<uintptr_t>(v.ptr));
       return;
     case ArgKind::kPyObject:
+    case ArgKind::kTensorDesc:  // Python code may read any of a descriptor's fields
       key.overflow = true;  // an arbitrary Python object: not keyed, Python decides each time
       return;
   }

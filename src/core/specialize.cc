@@ -6,6 +6,7 @@
 
 #include "core/arg_format.h"
 #include "core/errors.h"
+#include "core/tensor_map.h"
 
 namespace triton_embed::detail {
 
@@ -90,6 +91,14 @@ class Writer {
     l.count = v->count;
   }
   void tuple_end(const ArgValue* v) { push(LeafKind::kTupleEnd, DType::invalid, SpecKey::kNone, 0, v); }
+  void descriptor(const ArgValue* v, uint32_t count) {
+    TE_CHECK(out_.ndesc < kMaxTensorDescs, NotSupportedError)
+        << call_signature(k_) << ": more than " << kMaxTensorDescs
+        << " tensor descriptor arguments in one launch";
+    ++out_.ndesc;
+    Leaf& l = push(LeafKind::kTensorDesc, v->dtype, SpecKey::kNone, 0, v);
+    l.count = count;
+  }
 
  private:
   Leaf& push(LeafKind kind, DType t, SpecKey key, uint8_t is_const, const ArgValue* v) {
@@ -135,7 +144,8 @@ void check_forced_scalar(const Writer& w, const ArgValue& v) {
 }
 
 // native_specialize_impl(backend, v, is_const, specialize, align), written as leaves.
-void spec_value(Writer& w, const ArgValue& v, bool is_const, bool specialize, bool align) {
+void spec_value(Writer& w, const ArgValue& v, bool is_const, bool specialize, bool align,
+                bool in_tuple = false) {
   switch (v.kind) {
     case ArgKind::kNone:
     case ArgKind::kConstexpr:
@@ -175,7 +185,7 @@ void spec_value(Writer& w, const ArgValue& v, bool is_const, bool specialize, bo
     case ArgKind::kTuple:
       // Triton specialises tuple elements with the default flags, whatever the parameter's.
       w.tuple_begin(&v);
-      for (uint32_t i = 0; i < v.count; ++i) spec_value(w, v.elems[i], false, true, true);
+      for (uint32_t i = 0; i < v.count; ++i) spec_value(w, v.elems[i], false, true, true, true);
       w.tuple_end(&v);
       return;
     case ArgKind::kStr:
@@ -185,6 +195,14 @@ void spec_value(Writer& w, const ArgValue& v, bool is_const, bool specialize, bo
       TE_THROW(TypeError) << arg_where(w.kernel(), w.param())
                           << ": the parameter's Python default value has a type that only a "
                              "tl.constexpr parameter accepts; pass a value for it";
+    case ArgKind::kTensorDesc: {
+      TE_CHECK(!in_tuple, NotSupportedError)
+          << arg_where(w.kernel(), w.param())
+          << ": a tensor descriptor inside a tuple; pass it as an argument of its own";
+      const auto& d = *static_cast<const TensorDescriptor*>(v.ptr);
+      w.descriptor(&v, check_descriptor(w.kernel(), w.param(), d));
+      return;
+    }
   }
   TE_THROW(Error) << "triton_embed internal error: unknown argument kind";
 }
@@ -252,7 +270,8 @@ void spec_annotated(Writer& w, const ParamSpec& p, const ArgValue& v) {
 
 bool contains_pointer(const ArgValue& v) {
   switch (v.kind) {
-    case ArgKind::kPointer: return true;
+    case ArgKind::kPointer:
+    case ArgKind::kTensorDesc: return true;
     case ArgKind::kConstexpr: return contains_pointer(*v.elems);
     case ArgKind::kTuple:
       for (uint32_t i = 0; i < v.count; ++i) {
@@ -267,6 +286,7 @@ bool contains_pointer(const ArgValue& v) {
 
 void specialize(const KernelState& kernel, const ArgValue* args, LeafList& out) {
   out.n = 0;
+  out.ndesc = 0;
   Writer w(kernel, out);
   const size_t n = kernel.specs.size();
   for (size_t i = 0; i < n; ++i) {
@@ -275,7 +295,8 @@ void specialize(const KernelState& kernel, const ArgValue* args, LeafList& out) 
     w.set_param(static_cast<uint32_t>(i));
     if (p.is_constexpr) {
       TE_CHECK(!contains_pointer(v), TypeError)
-          << arg_where(kernel, i) << ": a pointer cannot be passed to a tl.constexpr parameter";
+          << arg_where(kernel, i)
+          << ": a pointer or tensor descriptor cannot be passed to a tl.constexpr parameter";
       w.constexpr_leaf(&v);
     } else if (p.ann != AnnKind::kNone) {
       spec_annotated(w, p, v);
@@ -334,6 +355,7 @@ class KeyWriter {
         return;
       case ArgKind::kJitFunction:
       case ArgKind::kPyObject:
+      case ArgKind::kTensorDesc:  // never constexpr (refused), listed for completeness
         put(tag);
         put(reinterpret_cast<uintptr_t>(v.ptr));
         return;
@@ -554,6 +576,7 @@ std::string leaf_type_name(const Leaf& leaf) {
     case LeafKind::kPointer: return (leaf.is_const ? "*k" : "*") + std::string(dtype_name(leaf.dtype));
     case LeafKind::kTupleBegin: return "(";
     case LeafKind::kTupleEnd: return ")";
+    case LeafKind::kTensorDesc: return descriptor_type_name(leaf.dtype, leaf.count);
   }
   return "?";
 }

@@ -18,7 +18,7 @@
 
 namespace triton_embed::detail {
 
-enum class LeafKind : uint8_t { kConstexpr, kScalar, kPointer, kTupleBegin, kTupleEnd };
+enum class LeafKind : uint8_t { kConstexpr, kScalar, kPointer, kTupleBegin, kTupleEnd, kTensorDesc };
 
 // The specialisation "key" Triton pairs with a type.
 enum class SpecKey : uint8_t {
@@ -33,7 +33,8 @@ struct Leaf {
   DType dtype;        // kScalar: the type; kPointer: the element type
   SpecKey key;
   uint8_t is_const;   // kPointer: "*k" prefix
-  uint32_t count;     // kTupleBegin: number of elements
+  uint32_t count;     // kTupleBegin: number of elements; kTensorDesc: rank and block shape
+                      // (check_descriptor's word)
   uint32_t param;     // index of the parameter the leaf belongs to
   const ArgValue* value;  // the value (constexpr leaves: the constant)
 };
@@ -41,6 +42,7 @@ struct Leaf {
 struct LeafList {
   Leaf leaves[kMaxLeaves];
   uint32_t n = 0;
+  uint32_t ndesc = 0;  // kTensorDesc leaves
 };
 
 // Specialises every parameter. `args` holds one value per parameter (defaults filled in).
@@ -63,6 +65,9 @@ bool fast_key_and_pack(const KernelState& kernel, const ArgValue* args, Key& key
 // bf16 truncated from fp32, fp32/fp64 IEEE bits, pointers as addresses. The kernel reads the
 // low bytes of its parameter's size.
 uint64_t pack_leaf(const KernelState& kernel, const Leaf& leaf);
+
+// ValueError: argument `param` is host memory (a CPU tensor) on a GPU launch.
+[[noreturn]] void throw_host_memory(const KernelState& kernel, uint32_t param);
 
 // Triton's signature type of a leaf: "i32", "*kfp16", "constexpr" (tuple markers: "(" ")").
 std::string leaf_type_name(const Leaf& leaf);

@@ -62,6 +62,8 @@ Api load() {
       dlsym(lib, "cuFuncGetParamInfo"));  // CUDA 12.4+
   a.cuFuncGetParamCount = reinterpret_cast<decltype(a.cuFuncGetParamCount)>(
       dlsym(lib, "cuFuncGetParamCount"));  // newer drivers (not in CUDA 13.0's cuda.h)
+  a.cuTensorMapEncodeTiled = reinterpret_cast<decltype(a.cuTensorMapEncodeTiled)>(
+      dlsym(lib, "cuTensorMapEncodeTiled"));  // CUDA 12.0+: host tensor descriptors
   const CUresult r = a.cuInit(0);
   if (r != CUDA_SUCCESS) {
     const char* name = nullptr;

@@ -126,6 +126,33 @@ std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, 
   e->profile_scratch_size = ck.profile_scratch_size();
   e->profile_scratch_align = ck.profile_scratch_align();
   e->num_runtime_params = static_cast<uint32_t>(ck.num_kernel_params() - 2);
+  e->triton_version = k.triton_version;
+  try {
+    for (pyb::handle m : r["tensordesc_meta"].cast<pyb::list>()) {
+      TmaMeta t;
+      if (!m.is_none()) {
+        pyb::tuple f = pyb::reinterpret_borrow<pyb::tuple>(m);
+        TE_CHECK(!f[5].cast<bool>(), NotSupportedError)
+            << full_name(k) << ": an im2col tensor descriptor; triton_embed passes tiled ones only";
+        t.present = true;
+        t.swizzle = f[0].cast<int>();
+        t.elem_size = f[1].cast<int>();
+        t.elem_type = f[2].cast<int>();
+        pyb::list box = f[3].cast<pyb::list>();
+        t.rank = static_cast<int>(box.size());
+        TE_ICHECK(t.rank >= 1 && t.rank <= 5) << "tensor descriptor metadata of rank " << t.rank;
+        for (int i = 0; i < t.rank; ++i) t.box[i] = box[i].cast<uint32_t>();
+        t.fp4_padded = f[4].cast<bool>();
+      }
+      e->tma.push_back(t);
+    }
+  } catch (pyb::error_already_set& err) {
+    TE_THROW(PythonError) << full_name(k) << ": reading Triton's tensor descriptor metadata failed:\n"
+                          << py::format_exception(err);
+  }
+  TE_ICHECK(e->tma.size() == leaves.ndesc)
+      << full_name(k) << ": " << e->tma.size() << " tensor descriptors compiled, "
+      << leaves.ndesc << " passed";
   return e;
 }
 

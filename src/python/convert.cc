@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "python/interpreter.h"
 
 namespace triton_embed::detail::py {
 
@@ -47,6 +48,18 @@ pyb::object to_python(const ArgValue& v) {
     }
     case ArgKind::kPyObject:
       return pyb::reinterpret_borrow<pyb::object>(static_cast<PyObject*>(const_cast<void*>(v.ptr)));
+    case ArgKind::kTensorDesc: {
+      const auto& d = *static_cast<const TensorDescriptor*>(v.ptr);
+      pyb::list shape, strides, block;
+      for (int i = 0; i < d.rank(); ++i) {
+        shape.append(d.shape()[i]);
+        strides.append(d.strides()[i]);
+        block.append(d.block_shape()[i]);
+      }
+      return glue().attr("make_descriptor")(
+          pyb::int_(d.base()), std::string(dtype_name(d.dtype())), shape, strides, block,
+          d.padding() == Padding::kNan ? "nan" : "zero", d.round_f32_to_tf32());
+    }
   }
   return pyb::none();
 }
@@ -80,6 +93,7 @@ std::pair<pyb::object, pyb::object> item(const KernelState& kernel, const LeafLi
     }
     case LeafKind::kScalar:
     case LeafKind::kPointer:
+    case LeafKind::kTensorDesc:
       return {pyb::str(leaf_type_name(l)), key_to_python(l.key)};
     case LeafKind::kTupleBegin: {
       pyb::tuple types(l.count), keys(l.count);

@@ -190,6 +190,23 @@ def compile(fn, bound_args, specialization, options, arch, warp_size):
 
     for s in signature.values():
         count(s)
+    # A tensordesc parameter is several kernel parameters: a CUtensorMap (or, where Triton
+    # did not lower it to TMA, base, shape, strides and flags), then the shape and strides.
+    metas = list(getattr(md, "tensordesc_meta", None) or [])
+    descs = [s for s in signature.values() if isinstance(s, str) and s.startswith("tensordesc")]
+    version = tuple(int("".join(c for c in p if c.isdigit()) or 0) for p in triton.__version__.split(".")[:2])
+    desc_meta = []
+    for i, s in enumerate(descs):
+        rank = s[s.index("[") : s.index("]")].count(",") + 1
+        meta = metas[i] if metas else None
+        if meta is None:
+            flat_params += 2 * rank + (2 if version >= (3, 8) else 1) + 2 * rank
+            desc_meta.append(None)
+        else:
+            flat_params += 2 * rank
+            desc_meta.append((int(meta["swizzle"]), int(meta["elem_size"]), int(meta["elem_type"]),
+                              [int(b) for b in meta["block_size"]], bool(meta["fp4_padded"]),
+                              bool(meta.get("is_im2col", False))))
     return {
         "name": kernel.name,
         "hash": kernel.hash,
@@ -206,7 +223,7 @@ def compile(fn, bound_args, specialization, options, arch, warp_size):
         "launch_cooperative_grid": bool(getattr(md, "launch_cooperative_grid", False)),
         "launch_pdl": bool(getattr(md, "launch_pdl", False)),
         "instrumentation_mode": str(getattr(md, "instrumentation_mode", "") or ""),
-        "tensordesc_meta": len(getattr(md, "tensordesc_meta", None) or []),
+        "tensordesc_meta": desc_meta,
         "warp_size": int(getattr(md, "warp_size", warp_size)),
         "runtime_params": flat_params,
         "signature": describe(fn, specialization),
@@ -353,6 +370,22 @@ def _itemsize(dtype_str):
         if name.endswith(bits) or ("float" + bits) in name or ("int" + bits) in name:
             return int(bits) // 8
     return 1
+
+
+def make_descriptor(address, dtype_name, shape, strides, block_shape, padding, round_f32_to_tf32):
+    """A triton.tools.tensor_descriptor.TensorDescriptor for a C++ one (checked there): its
+    base a DevicePointer, so hooks and heuristics see what Python code would."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    d = object.__new__(TensorDescriptor)
+    d.base = DevicePointer(address, torch_dtype(dtype_name), "base")
+    d.shape = list(shape)
+    d.strides = list(strides)
+    d.block_shape = list(block_shape)
+    d.padding = padding
+    if "round_f32_to_tf32" in TensorDescriptor.__dataclass_fields__:
+        d.round_f32_to_tf32 = round_f32_to_tf32
+    return d
 
 
 class RawPointerAttribute(AttributeError):

@@ -51,6 +51,7 @@ std::unique_ptr<KernelState> make_state(const std::string& module, const std::st
   auto k = std::make_unique<KernelState>();
   k->module = module;
   k->name = fn_name;
+  k->triton_version = py::triton_major() * 100 + py::triton_minor();
   Py_INCREF(fn.ptr());
   k->py_jit_function = fn.ptr();
   bool seen_default = false;

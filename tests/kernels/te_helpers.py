@@ -16,6 +16,16 @@ class _Dtype:
     def __eq__(self, other):
         return isinstance(other, _Dtype) and other.name == self.name
 
+    @property
+    def itemsize(self):
+        if self.name == "bool" or "8" in self.name:
+            return 1
+        return int("".join(c for c in self.name if c.isdigit())) // 8
+
+    @property
+    def is_floating_point(self):
+        return "float" in self.name
+
 
 class P:
     """A tensor-like object (no torch needed): Triton specialises it as a pointer to `dtype`."""
@@ -28,8 +38,20 @@ class P:
         return self.address
 
 
+def desc(address, dtype, shape, strides, block_shape, padding="zero", round_f32_to_tf32=False):
+    """Triton's host TensorDescriptor (its constructor's checks run) over P(address, dtype)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    extra = {"round_f32_to_tf32": True} if round_f32_to_tf32 else {}
+    return TensorDescriptor(P(address, dtype), list(shape), list(strides), list(block_shape), padding, **extra)
+
+
 class FakeDriver:
-    """Enough of a driver for JITFunction.warmup to compile for cuda:90 without a GPU."""
+    """Enough of a driver for JITFunction.warmup to compile for cuda:90 (or `arch`) without a
+    GPU."""
+
+    def __init__(self, arch=90):
+        self.arch = arch
 
     def get_current_device(self):
         return 0
@@ -38,10 +60,10 @@ class FakeDriver:
         return 0
 
     def get_current_target(self):
-        return GPUTarget("cuda", 90, 32)
+        return GPUTarget("cuda", self.arch, 32)
 
 
-def warmup_hashes(module, kernel, args, kwargs):
+def warmup_hashes(module, kernel, args, kwargs, arch=90):
     """The hash of the kernel Python's warmup compiles for these arguments (a list of hashes
     for an autotuner, which compiles every config), for cuda:90 through FakeDriver. `kernel`
     may be a dotted path under the module, e.g. "tuned_kernel.fn"."""
@@ -53,12 +75,18 @@ def warmup_hashes(module, kernel, args, kwargs):
     for part in kernel.split("."):
         fn = getattr(fn, part)
     previous = driver._active
-    driver.set_active(FakeDriver())
+    driver.set_active(FakeDriver(arch))
+    # The JITFunction keeps its target per device: another arch needs fresh per-device caches.
+    caches = fn.device_caches if arch != 90 else None
+    if caches is not None:
+        fn.device_caches = type(caches)(caches.default_factory)
     try:
         r = fn.warmup(*args, grid=(1,), **kwargs)
         return [k.hash for k in r] if isinstance(r, list) else r.hash
     finally:
         driver._active = previous
+        if caches is not None:
+            fn.device_caches = caches
 
 
 def _capi(name, restype, *argtypes):

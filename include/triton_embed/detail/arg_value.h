@@ -28,6 +28,7 @@ enum class ArgKind : uint8_t {
   kTuple,        //!< tuple of \c count values at \c elems
   kJitFunction,  //!< another @triton.jit function (constexpr); \c ptr is its KernelState
   kPyObject,     //!< a Python object (a parameter's default value); \c ptr is the PyObject
+  kTensorDesc,   //!< a host tensor descriptor; \c ptr is the TensorDescriptor, \c dtype its element type
 };
 
 /*! \brief ArgValue::flags of a pointer that came from a tensor (set by layers such as the
@@ -41,7 +42,7 @@ struct ArgValue {
   ArgKind kind;
   DType dtype;
   uint8_t big;     //!< kInt / kScalar: the value is an unsigned 64-bit integer above INT64_MAX
-  uint8_t flags;   //!< kPointer: \c kArgHostMemory, \c kArgFromTensor
+  uint8_t flags;   //!< kPointer, kTensorDesc: \c kArgHostMemory, \c kArgFromTensor
   uint32_t count;  //!< kTuple: element count; kStr: length in bytes
   union {
     int64_t i;

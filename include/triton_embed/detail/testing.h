@@ -18,6 +18,25 @@ TRITON_EMBED_API int dry_run_call(KernelState* kernel, const InternedOptions* op
 
 namespace testing {
 
+/*! The arguments of one cuTensorMapEncodeTiled call, as plain integers (the driver's enum
+ *  values); \c strides in bytes, \c rank - 1 of them. */
+struct TensorMapEncodeCall {
+  int data_type = 0;
+  uint32_t rank = 0;
+  uint64_t address = 0;
+  uint64_t dims[5] = {};
+  uint64_t strides[5] = {};
+  uint32_t box[5] = {};
+  uint32_t element_strides[5] = {};
+  int interleave = 0, swizzle = 0, l2_promotion = 0, oob_fill = 0;
+};
+/*! Replaces the driver's cuTensorMapEncodeTiled (nullptr restores it): the hook writes the
+ *  128 bytes of the map. For checking the encoding's inputs and its cache without a GPU. */
+using TensorMapEncoder = void (*)(const TensorMapEncodeCall& call, unsigned char* map);
+TRITON_EMBED_API void set_tensor_map_encoder(TensorMapEncoder encoder);
+/*! How many tensor maps have been encoded (cache misses) since the process started. */
+TRITON_EMBED_API uint64_t tensor_map_encodes();
+
 /*! A new reference (as void*) to the tuple (specialization, bound_args) Triton's binder
  *  would see for these C++ arguments (defaults filled in for those left out). Raises what a
  *  launch raises for them. The caller holds the GIL. */

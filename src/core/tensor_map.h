@@ -1,0 +1,46 @@
+#pragma once
+
+// Host tensor descriptors on the launch path: Triton's rules for them (specialisation), the
+// parameters Triton's launcher passes for one (packing) and the CUtensorMap it encodes,
+// cached in the descriptor.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/cache.h"
+#include "core/kernel_state.h"
+#include "triton_embed/tensor_descriptor.h"
+
+namespace triton_embed::detail {
+
+inline constexpr uint32_t kMaxTensorDescs = 16;
+// Parameters one descriptor takes at most: base, shape and strides as i64, two flags, shape
+// as i32, strides as i64 (rank 5, Triton 3.8, no TMA).
+inline constexpr uint32_t kMaxDescParams = 1 + 4 * TensorDescriptor::kMaxRank + 2;
+// Kernel parameters a launch passes at most (the two scratch pointers included).
+inline constexpr size_t kMaxPackedParams = kMaxLeaves + 2 + kMaxTensorDescs * (kMaxDescParams - 1);
+
+struct alignas(64) TensorMapStorage {
+  unsigned char bytes[128];
+};
+
+// Checks Triton's rules for descriptor argument `param` (ValueError / TypeError /
+// NotSupportedError naming the kernel and the argument) and returns the leaf's count word:
+// the rank in bits 0-2, log2 of block dimension i in bits 3 + 5i.
+uint32_t check_descriptor(const KernelState& kernel, uint32_t param, const TensorDescriptor& d);
+
+// "tensordesc<fp16[64, 32]>" for a descriptor leaf.
+std::string descriptor_type_name(DType dtype, uint32_t count);
+
+// Kernel parameters the launcher passes for a descriptor of `rank`.
+uint32_t descriptor_param_count(const TmaMeta& meta, int rank, int triton_version);
+
+// Writes the parameters Triton's launcher passes for descriptor `d` (argument `param`):
+// scalars into slots[0..n), their addresses into params[0..n), the CUtensorMap (encoded or
+// from the descriptor's cache) into *map with params[0] pointing at it. Returns n.
+uint32_t pack_descriptor(const KernelState& kernel, uint32_t param, const TensorDescriptor& d,
+                         const TmaMeta& meta, int triton_version, uint64_t* slots, void** params,
+                         TensorMapStorage* map);
+
+}  // namespace triton_embed::detail

@@ -1,0 +1,509 @@
+// tensor_descriptor.h: host tensor descriptors. On CPU: the compiled kernel is the one
+// Python's warmup compiles for the same descriptors (cuda:90, where Triton uses TMA, and
+// cuda:80, where it passes base, shape and strides), Triton's checks, the parameters packed
+// and the cuTensorMapEncodeTiled call (through a testing hook) with its cache. On a GPU
+// (skipped without one): a persistent TMA matmul launched from C++ equals Python's launch.
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <triton_embed/detail/testing.h>
+
+#include "test_support.h"
+
+#ifdef TE_HAVE_CUDART
+#include <cuda_runtime_api.h>
+#endif
+
+namespace te = triton_embed;
+namespace tt = triton_embed::detail::testing;
+namespace py = pybind11;
+
+namespace {
+
+bool triton_38() {
+  te_test::Gil gil;
+  const std::string v = py::module_::import("triton").attr("__version__").cast<std::string>();
+  return v.rfind("3.6", 0) != 0 && v.rfind("3.7", 0) != 0;
+}
+
+class Tma : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    te::set_target(te::Target::parse("cuda:90"));
+    te_test::Gil gil;
+    te_test::install_python_helpers();
+    te_test::exec("from te_helpers import desc\n");
+  }
+  void TearDown() override {
+    tt::set_tensor_map_encoder(nullptr);
+    te::set_target(te::Target::parse("cuda:90"));
+  }
+  static std::string python_hash(const char* kernel, const std::string& args, int arch = 90) {
+    te_test::Gil gil;
+    return py::module_::import("te_helpers")
+        .attr("warmup_hashes")("te_tma_kernels", kernel, te_test::eval(args), py::dict(), arch)
+        .cast<std::string>();
+  }
+  static size_t ptx_params(const te::CompiledKernel& k) {
+    size_t n = 0;
+    const std::string_view ptx = k.ptx();
+    for (size_t at = ptx.find(".param ."); at != std::string_view::npos;
+         at = ptx.find(".param .", at + 1)) {
+      ++n;
+    }
+    return n;
+  }
+};
+
+te::TensorDescriptor D(uint64_t base, te::DType t, te::TensorDescriptor::Dims shape,
+                       te::TensorDescriptor::Dims strides, te::TensorDescriptor::Dims block,
+                       te::Padding pad = te::Padding::kZero) {
+  return te::TensorDescriptor(base, t, shape, strides, block, pad);
+}
+
+TEST_F(Tma, HashesMatchPythonForDtypesRanksAndBlocks) {
+  te::JitFunction copy2("te_tma_kernels", "tma_copy_2d");
+  struct Case {
+    te::DType t;
+    const char* name;
+    int64_t bm, bn;
+  };
+  for (const Case& c : {Case{te::DType::fp16, "float16", 16, 32}, Case{te::DType::bf16, "bfloat16", 32, 64},
+                        Case{te::DType::fp32, "float32", 8, 32}, Case{te::DType::fp8e4nv, "float8_e4m3fn", 32, 64},
+                        Case{te::DType::i8, "int8", 64, 64}}) {
+    SCOPED_TRACE(c.name);
+    auto src = D(0x10000, c.t, {128, 256}, {256, 1}, {c.bm, c.bn});
+    auto dst = D(0x40000, c.t, {128, 256}, {256, 1}, {c.bm, c.bn});
+    const te::CompiledKernel& k = copy2.compile(src, dst, c.bm, c.bn);
+    const std::string blk = std::to_string(c.bm) + ", " + std::to_string(c.bn);
+    EXPECT_EQ(k.hash(), python_hash("tma_copy_2d", std::string("(desc(0x10000, '") + c.name +
+                                                       "', [128, 256], [256, 1], [" + blk + "]), desc(0x40000, '" +
+                                                       c.name + "', [128, 256], [256, 1], [" + blk + "]), " +
+                                                       std::to_string(c.bm) + ", " + std::to_string(c.bn) + ")"));
+    const std::string ty = "tensordesc<" + std::string(te::dtype_name(c.t)) + "[" + blk + "]>";
+    EXPECT_EQ(k.signature(), "tma_copy_2d(src: " + ty + ", dst: " + ty + ", BLOCK_M: constexpr = " +
+                                 std::to_string(c.bm) + ", BLOCK_N: constexpr = " + std::to_string(c.bn) + ")");
+    // Each descriptor: the CUtensorMap, shape (2 x i32), strides (2 x i64); 2 scratch pointers.
+    EXPECT_EQ(k.num_kernel_params(), 2 * 5 + 2);
+    EXPECT_EQ(ptx_params(k), 12u);
+  }
+  te::JitFunction copy1("te_tma_kernels", "tma_copy_1d");
+  EXPECT_EQ(copy1.compile(D(0x10000, te::DType::i8, {4096}, {1}, {256}), D(0x20000, te::DType::i8, {4096}, {1}, {256}), 256).hash(),
+            python_hash("tma_copy_1d", "(desc(0x10000, 'int8', [4096], [1], [256]), desc(0x20000, 'int8', [4096], [1], [256]), 256)"));
+  te::JitFunction copy3("te_tma_kernels", "tma_copy_3d");
+  const auto& k3 = copy3.compile(D(0x10000, te::DType::fp32, {4, 8, 64}, {512, 64, 1}, {2, 4, 16}),
+                                 D(0x20000, te::DType::fp32, {4, 8, 64}, {512, 64, 1}, {2, 4, 16}), 2, 4, 16);
+  EXPECT_EQ(k3.hash(), python_hash("tma_copy_3d", "(desc(0x10000, 'float32', [4, 8, 64], [512, 64, 1], [2, 4, 16]), "
+                                                  "desc(0x20000, 'float32', [4, 8, 64], [512, 64, 1], [2, 4, 16]), 2, 4, 16)"));
+  EXPECT_EQ(k3.num_kernel_params(), 2 * 7 + 2);
+  EXPECT_EQ(ptx_params(k3), 16u);
+}
+
+TEST_F(Tma, ShapeStridesBasePaddingAreRuntimeValuesBlockShapeIsNot) {
+  te::JitFunction copy2("te_tma_kernels", "tma_copy_2d");
+  auto src = D(0x10000, te::DType::fp16, {64, 64}, {64, 1}, {16, 32});
+  auto dst = D(0x20000, te::DType::fp16, {64, 64}, {64, 1}, {16, 32});
+  const te::CompiledKernel& a = copy2.compile(src, dst, 16, 32);
+  // Another base, shape, strides and NaN padding: the same kernel, as in Python.
+  auto src2 = D(0x30010, te::DType::fp16, {100, 48}, {48, 1}, {16, 32}, te::Padding::kNan);
+  EXPECT_EQ(&copy2.compile(src2, dst, 16, 32), &a);
+  EXPECT_EQ(a.hash(), python_hash("tma_copy_2d", "(desc(0x30010, 'float16', [100, 48], [48, 1], [16, 32], 'nan'), "
+                                                 "desc(0x20000, 'float16', [64, 64], [64, 1], [16, 32]), 16, 32)"));
+  // A block shape changed after creation (an autotune pre-hook's job in Python): a new key.
+  src.set_block_shape({32, 64});
+  dst.set_block_shape({32, 64});
+  const te::CompiledKernel& b = copy2.compile(src, dst, 32, 64);
+  EXPECT_NE(&b, &a);
+  EXPECT_NE(b.hash(), a.hash());
+  EXPECT_EQ(b.hash(), python_hash("tma_copy_2d", "(desc(0x10000, 'float16', [64, 64], [64, 1], [32, 64]), "
+                                                 "desc(0x20000, 'float16', [64, 64], [64, 1], [32, 64]), 32, 64)"));
+  EXPECT_NE(b.signature().find("src: tensordesc<fp16[32, 64]>"), std::string::npos);
+}
+
+TEST_F(Tma, PersistentMatmulAndScalarBesideDescriptorsMatchPython) {
+  te::JitFunction mm("te_tma_kernels", "tma_persistent_matmul");
+  auto a = D(0x100000, te::DType::fp16, {256, 128}, {128, 1}, {64, 32});
+  auto b = D(0x200000, te::DType::fp16, {128, 256}, {256, 1}, {32, 64});
+  auto c = D(0x300000, te::DType::fp16, {256, 256}, {256, 1}, {64, 64});
+  const auto& k = mm.compile(a, b, c, 256, 256, 128, 64, 64, 32, 132);
+  EXPECT_EQ(k.hash(), python_hash("tma_persistent_matmul",
+                                  "(desc(0x100000, 'float16', [256, 128], [128, 1], [64, 32]), "
+                                  "desc(0x200000, 'float16', [128, 256], [256, 1], [32, 64]), "
+                                  "desc(0x300000, 'float16', [256, 256], [256, 1], [64, 64]), 256, 256, 128, 64, 64, 32, 132)"));
+  EXPECT_EQ(k.num_kernel_params(), 3 * 5 + 3 + 2);
+  EXPECT_EQ(ptx_params(k), 20u);
+  te::JitFunction scale("te_tma_kernels", "tma_scale_2d");
+  const auto& s = scale.compile(D(0x10000, te::DType::bf16, {64, 64}, {64, 1}, {16, 32}),
+                                D(0x20000, te::DType::bf16, {64, 64}, {64, 1}, {16, 32}), 1.5, 16, 32);
+  EXPECT_EQ(s.hash(), python_hash("tma_scale_2d", "(desc(0x10000, 'bfloat16', [64, 64], [64, 1], [16, 32]), "
+                                                  "desc(0x20000, 'bfloat16', [64, 64], [64, 1], [16, 32]), 1.5, 16, 32)"));
+}
+
+TEST_F(Tma, RoundF32ToTf32NeedsTriton38) {
+  te::JitFunction copy2("te_tma_kernels", "tma_copy_2d");
+  te::TensorDescriptor src(uint64_t{0x10000}, te::DType::fp32, {64, 64}, {64, 1}, {16, 32}, te::Padding::kZero, true);
+  auto dst = D(0x20000, te::DType::fp32, {64, 64}, {64, 1}, {16, 32});
+  if (!triton_38()) {
+    try {
+      copy2.compile(src, dst, 16, 32);
+      FAIL() << "expected NotSupportedError";
+    } catch (const te::NotSupportedError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "tma_copy_2d(src, dst, BLOCK_M, BLOCK_N): argument #0 'src': round_f32_to_tf32 needs "
+                "Triton 3.8 or newer (installed: 3.6)");
+    }
+    return;
+  }
+  EXPECT_EQ(copy2.compile(src, dst, 16, 32).hash(),
+            python_hash("tma_copy_2d", "(desc(0x10000, 'float32', [64, 64], [64, 1], [16, 32], round_f32_to_tf32=True), "
+                                       "desc(0x20000, 'float32', [64, 64], [64, 1], [16, 32]), 16, 32)"));
+}
+
+// ---- the parameters packed ----------------------------------------------------------
+
+tt::TensorMapEncodeCall g_last_call;
+int g_hook_calls = 0;
+
+void fake_encoder(const tt::TensorMapEncodeCall& c, unsigned char* map) {
+  g_last_call = c;
+  ++g_hook_calls;
+  for (int i = 0; i < 128; ++i) map[i] = static_cast<unsigned char>(0xA0 + g_hook_calls + i);
+}
+
+TEST_F(Tma, TmaTargetPacksTheEncodedMapThenShapeAndStrides) {
+  tt::set_tensor_map_encoder(&fake_encoder);
+  g_hook_calls = 0;
+  te::JitFunction copy2("te_tma_kernels", "tma_copy_2d");
+  auto src = D(0x30000, te::DType::bf16, {100, 48}, {48, 1}, {16, 32});
+  auto dst = D(0x50000, te::DType::bf16, {100, 48}, {48, 1}, {16, 32}, te::Padding::kNan);
+  uint64_t slots[64];
+  const uint64_t before = tt::tensor_map_encodes();
+  const int miss = tt::dry_run(copy2, slots, src, dst, 16, 32);
+  ASSERT_EQ(miss, -10 - 1);  // 10 parameters packed (scratch pointers not counted), a miss
+  EXPECT_EQ(tt::tensor_map_encodes() - before, 2u);
+  EXPECT_EQ(g_hook_calls, 2);
+  // fill_tma_descriptor's arguments for dst: innermost dimension first, byte strides, the
+  // kernel's box, bf16 (the driver's type 9), the kernel's swizzle, 128-byte L2 promotion,
+  // NaN fill.
+  const tt::TensorMapEncodeCall& c = g_last_call;
+  EXPECT_EQ(c.data_type, 9);
+  EXPECT_EQ(c.rank, 2u);
+  EXPECT_EQ(c.address, 0x50000u);
+  EXPECT_EQ(c.dims[0], 48u);
+  EXPECT_EQ(c.dims[1], 100u);
+  EXPECT_EQ(c.strides[0], 96u);
+  EXPECT_EQ(c.box[0], 32u);
+  EXPECT_EQ(c.box[1], 16u);
+  EXPECT_EQ(c.element_strides[0], 1u);
+  EXPECT_EQ(c.element_strides[1], 1u);
+  EXPECT_EQ(c.interleave, 0);
+  EXPECT_EQ(c.swizzle, 2);       // 64-byte swizzle: Triton's metadata for a 32-wide bf16 box
+  EXPECT_EQ(c.l2_promotion, 2);  // CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+  EXPECT_EQ(c.oob_fill, 1);      // CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+  uint64_t first_src = 0, first_dst = 0;
+  for (int i = 0; i < 8; ++i) {
+    first_src |= static_cast<uint64_t>(0xA0 + 1 + i) << (8 * i);
+    first_dst |= static_cast<uint64_t>(0xA0 + 2 + i) << (8 * i);
+  }
+  const std::vector<uint64_t> expect = {first_src, 100, 48, 48, 1, first_dst, 100, 48, 48, 1};
+  EXPECT_EQ(std::vector<uint64_t>(slots, slots + 10), expect);
+
+  // Unchanged descriptors: the cached maps, no encoding.
+  ASSERT_EQ(tt::dry_run(copy2, slots, src, dst, 16, 32), 10);
+  ASSERT_EQ(tt::dry_run(copy2, slots, src, dst, 16, 32), 10);
+  EXPECT_EQ(g_hook_calls, 2);
+  EXPECT_EQ(std::vector<uint64_t>(slots, slots + 10), expect);
+  // A new base re-encodes that descriptor only; so does a new padding.
+  src.set_base(uint64_t{0x70000});
+  ASSERT_EQ(tt::dry_run(copy2, slots, src, dst, 16, 32), 10);
+  EXPECT_EQ(g_hook_calls, 3);
+  EXPECT_EQ(g_last_call.address, 0x70000u);
+  EXPECT_EQ(g_last_call.oob_fill, 0);
+  dst.set_padding(te::Padding::kZero);
+  ASSERT_EQ(tt::dry_run(copy2, slots, src, dst, 16, 32), 10);
+  EXPECT_EQ(g_hook_calls, 4);
+  EXPECT_EQ(g_last_call.oob_fill, 0);
+  // A new shape: re-encoded, and the appended shape follows.
+  src.set_shape({64, 32}, {32, 1});
+  ASSERT_EQ(tt::dry_run(copy2, slots, src, dst, 16, 32), 10);
+  EXPECT_EQ(g_hook_calls, 5);
+  EXPECT_EQ(g_last_call.dims[0], 32u);
+  EXPECT_EQ(g_last_call.dims[1], 64u);
+  EXPECT_EQ(g_last_call.strides[0], 64u);
+  EXPECT_EQ(std::vector<uint64_t>(slots + 1, slots + 5), (std::vector<uint64_t>{64, 32, 32, 1}));
+  // A copy encodes its own map.
+  te::TensorDescriptor src_copy = src;
+  ASSERT_EQ(tt::dry_run(copy2, slots, src_copy, dst, 16, 32), 10);
+  EXPECT_EQ(g_hook_calls, 6);
+}
+
+TEST_F(Tma, Fp32Tf32AndIntegerElementTypesOnEncoding) {
+  tt::set_tensor_map_encoder(&fake_encoder);
+  te::JitFunction copy1("te_tma_kernels", "tma_copy_1d");
+  uint64_t slots[64];
+  auto a = D(0x10000, te::DType::i8, {4096}, {1}, {256});
+  tt::dry_run(copy1, slots, a, a, 256);
+  EXPECT_EQ(g_last_call.data_type, 0);  // CU_TENSOR_MAP_DATA_TYPE_UINT8
+  EXPECT_EQ(g_last_call.rank, 1u);
+  EXPECT_EQ(g_last_call.dims[0], 4096u);
+  EXPECT_EQ(g_last_call.box[0], 256u);
+  EXPECT_EQ(std::vector<uint64_t>(slots + 1, slots + 3), (std::vector<uint64_t>{4096, 1}));
+  auto f = D(0x10000, te::DType::fp32, {4096}, {1}, {256});
+  tt::dry_run(copy1, slots, f, f, 256);
+  EXPECT_EQ(g_last_call.data_type, 7);  // CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+  if (triton_38()) {
+    f.set_round_f32_to_tf32(true);
+    tt::dry_run(copy1, slots, f, f, 256);
+    EXPECT_EQ(g_last_call.data_type, 11);  // CU_TENSOR_MAP_DATA_TYPE_TFLOAT32
+  }
+}
+
+TEST_F(Tma, WithoutDriverTheEncodingRaisesNoDeviceError) {
+  if (te::cuda_available()) GTEST_SKIP() << "a GPU is usable here";
+  te::JitFunction copy1("te_tma_kernels", "tma_copy_1d");
+  auto a = D(0x10000, te::DType::fp16, {4096}, {1}, {64});
+  uint64_t slots[64];
+  const uint64_t before = tt::tensor_map_encodes();
+  EXPECT_THROW(tt::dry_run(copy1, slots, a, a, 64), te::NoDeviceError);
+  EXPECT_THROW(copy1.launch({64}, nullptr, a, a, 64), te::NoDeviceError);
+  EXPECT_EQ(tt::tensor_map_encodes() - before, 1u);  // tried once, cached nothing
+  EXPECT_THROW(tt::dry_run(copy1, slots, a, a, 64), te::NoDeviceError);
+}
+
+TEST_F(Tma, WithoutTmaTritonPassesBaseShapeStridesAndFlags) {
+  // Before sm_90 Triton does not lower descriptors to TMA: its launcher passes base, shape
+  // and strides (i64), padding == "nan" (and in 3.8 round_f32_to_tf32), then shape (i32) and
+  // strides (i64) again.
+  te::set_target(te::Target::parse("cuda:80"));
+  te::JitFunction copy2("te_tma_kernels", "tma_copy_2d");
+  auto src = D(0x10000, te::DType::fp16, {100, 48}, {48, 1}, {16, 32}, te::Padding::kNan);
+  auto dst = D(0x20000, te::DType::fp16, {64, 64}, {64, 1}, {16, 32});
+  const auto& k = copy2.compile(src, dst, 16, 32);
+  EXPECT_EQ(k.hash(), python_hash("tma_copy_2d", "(desc(0x10000, 'float16', [100, 48], [48, 1], [16, 32], 'nan'), "
+                                                 "desc(0x20000, 'float16', [64, 64], [64, 1], [16, 32]), 16, 32)", 80));
+  const bool v38 = triton_38();
+  const int per = v38 ? 11 : 10;
+  EXPECT_EQ(k.num_kernel_params(), 2 * per + 2);
+  EXPECT_EQ(ptx_params(k), static_cast<size_t>(2 * per + 2));
+  uint64_t slots[64];
+  const uint64_t before = tt::tensor_map_encodes();
+  ASSERT_EQ(tt::dry_run(copy2, slots, src, dst, 16, 32), 2 * per);
+  EXPECT_EQ(tt::tensor_map_encodes(), before);
+  std::vector<uint64_t> expect = {0x10000, 100, 48, 48, 1, 1};
+  if (v38) expect.push_back(0);
+  for (uint64_t v : {100, 48, 48, 1}) expect.push_back(v);
+  for (uint64_t v : {0x20000, 64, 64, 64, 1, 0}) expect.push_back(v);
+  if (v38) expect.push_back(0);
+  for (uint64_t v : {64, 64, 64, 1}) expect.push_back(v);
+  EXPECT_EQ(std::vector<uint64_t>(slots, slots + 2 * per), expect);
+}
+
+// ---- Triton's checks ----------------------------------------------------------------
+
+template <class E, class... Args>
+std::string error_of(const te::JitFunction& fn, const Args&... args) {
+  try {
+    fn.compile(args...);
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("wrong exception type: ") + e.what();
+  }
+  return "no exception";
+}
+
+TEST_F(Tma, EveryCheckRaisesItsError) {
+  te::JitFunction copy2("te_tma_kernels", "tma_copy_2d");
+  const std::string at = "tma_copy_2d(src, dst, BLOCK_M, BLOCK_N): argument #0 'src': ";
+  auto ok = D(0x20000, te::DType::fp16, {64, 64}, {64, 1}, {16, 32});
+  EXPECT_EQ(error_of<te::ValueError>(copy2, D(0x10008, te::DType::fp16, {64, 64}, {64, 1}, {16, 32}), ok, 16, 32),
+            at + "the tensor descriptor's base address 0x10008 is not 16-byte aligned (Triton: base must be "
+                 "16-byte aligned)");
+  EXPECT_EQ(error_of<te::ValueError>(copy2, D(0x10000, te::DType::fp16, {64, 64}, {64, 1}, {16, 24}), ok, 16, 24),
+            at + "block_shape [16, 24]: element 1 (24) is not a power of 2");
+  EXPECT_EQ(error_of<te::ValueError>(copy2, D(0x10000, te::DType::fp16, {64, 64}, {64, 1}, {2048, 1024}), ok, 16, 32),
+            at + "block_shape [2048, 1024] has more than 1048576 elements (Triton's maximum tensor numel)");
+  EXPECT_EQ(error_of<te::ValueError>(copy2, D(0x10000, te::DType::fp16, {64, 60}, {60, 1}, {16, 32}), ok, 16, 32),
+            at + "strides [60, 1]: stride 0 (60 elements of 2 bytes) is not a multiple of 16 bytes (Triton: "
+                 "strides must be 16-byte aligned)");
+  EXPECT_EQ(error_of<te::ValueError>(copy2, D(0x10000, te::DType::fp16, {0, 64}, {64, 1}, {16, 32}), ok, 16, 32),
+            at + "shape [0, 64]: dimension 0 is not positive (Triton: shape must be positive)");
+  EXPECT_EQ(error_of<te::ValueError>(copy2, D(0x10000, te::DType::fp16, {64, 64}, {64, 2}, {16, 32}), ok, 16, 32),
+            at + "strides [64, 2]: the last stride must be 1 (Triton: last dimension must be contiguous)");
+  EXPECT_EQ(error_of<te::ValueError>(copy2, D(0x10000, te::DType::i8, {64, 64}, {64, 1}, {16, 32}, te::Padding::kNan),
+                                     D(0x20000, te::DType::i8, {64, 64}, {64, 1}, {16, 32}), 16, 32),
+            at + "NaN padding needs a floating-point element type, got i8");
+  EXPECT_EQ(error_of<te::TypeError>(copy2, D(0x10000, te::DType::invalid, {64, 64}, {64, 1}, {16, 32}), ok, 16, 32),
+            at + "the tensor descriptor has no element type; pass a DType");
+  if (triton_38()) {
+    te::TensorDescriptor tf(uint64_t{0x10000}, te::DType::fp16, {64, 64}, {64, 1}, {16, 32}, te::Padding::kZero, true);
+    EXPECT_EQ(error_of<te::ValueError>(copy2, tf, ok, 16, 32),
+              at + "round_f32_to_tf32 needs an fp32 tensor, got fp16");
+  }
+  // The second argument is named when it is the bad one.
+  EXPECT_EQ(error_of<te::ValueError>(copy2, ok, D(0x10000, te::DType::fp16, {64, 64}, {64, 2}, {16, 32}), 16, 32),
+            "tma_copy_2d(src, dst, BLOCK_M, BLOCK_N): argument #1 'dst': strides [64, 2]: the last stride must "
+            "be 1 (Triton: last dimension must be contiguous)");
+  // A descriptor for a constexpr parameter, and inside a tuple.
+  EXPECT_EQ(error_of<te::TypeError>(copy2, ok, ok, ok, 32),
+            "tma_copy_2d(src, dst, BLOCK_M, BLOCK_N): argument #2 'BLOCK_M': a pointer or tensor descriptor "
+            "cannot be passed to a tl.constexpr parameter");
+  te::JitFunction scale("te_tma_kernels", "tma_scale_2d");
+  EXPECT_EQ(error_of<te::NotSupportedError>(scale, ok, ok, std::make_tuple(ok), 16, 32),
+            "tma_scale_2d(src, dst, alpha, BLOCK_M, BLOCK_N): argument #2 'alpha': a tensor descriptor inside "
+            "a tuple; pass it as an argument of its own");
+}
+
+TEST(TmaDescriptor, ConstructionChecksRankAndLengths) {
+  auto what = [](auto&& make) -> std::string {
+    try {
+      make();
+    } catch (const te::ValueError& e) {
+      return e.what();
+    }
+    return "no exception";
+  };
+  EXPECT_EQ(what([] { te::TensorDescriptor(uint64_t{0}, te::DType::fp16, {64, 64}, {64}, {16, 16}); }),
+            "TensorDescriptor: shape, strides and block_shape must have the same length, got 2, 1 and 2");
+  EXPECT_EQ(what([] { te::TensorDescriptor(uint64_t{0}, te::DType::fp16, {}, {}, {}); }),
+            "TensorDescriptor: the rank must be 1 to 5, got a shape of 0 dimensions");
+  EXPECT_EQ(what([] {
+              te::TensorDescriptor(uint64_t{0}, te::DType::fp16, {2, 2, 2, 2, 2, 2}, {32, 16, 8, 4, 2, 1},
+                                   {2, 2, 2, 2, 2, 2});
+            }),
+            "TensorDescriptor: the rank must be 1 to 5, got a shape of 6 dimensions");
+  te::TensorDescriptor d(uint64_t{0x100}, te::DType::fp16, {64, 64}, {64, 1}, {16, 16});
+  EXPECT_EQ(what([&] { d.set_block_shape({16}); }),
+            "TensorDescriptor::set_block_shape: the descriptor has rank 2, got 1 block dimensions");
+  d.set_block_shape({32, 8});
+  EXPECT_EQ(d.block_shape()[0], 32);
+  EXPECT_EQ(d.block_shape()[1], 8);
+  te::detail::ArgValue v[1];
+  te::detail::fill_args(v, d);
+  EXPECT_EQ(v[0].kind, te::detail::ArgKind::kTensorDesc);
+  EXPECT_EQ(v[0].dtype, te::DType::fp16);
+  EXPECT_EQ(v[0].ptr, &d);
+}
+
+// ---- GPU ----------------------------------------------------------------------------
+
+#ifdef TE_HAVE_CUDART
+
+class TmaGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!te::cuda_available()) GTEST_SKIP() << "no usable GPU";
+    te::set_target(std::nullopt);
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    cudaDeviceProp prop;
+    ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+    if (prop.major < 9) GTEST_SKIP() << "TMA needs sm_90 or newer";
+    sms_ = prop.multiProcessorCount;
+    te_test::Gil gil;
+    te_test::install_python_helpers();
+    te_test::exec("from te_helpers import desc\nimport te_tma_kernels\n");
+  }
+  void TearDown() override { te::set_target(te::Target::parse("cuda:90")); }
+  int sms_ = 0;
+};
+
+template <class T>
+struct Buffer {
+  T* ptr = nullptr;
+  size_t n;
+  explicit Buffer(size_t count) : n(count) {
+    if (cudaMalloc(reinterpret_cast<void**>(&ptr), n * sizeof(T)) != cudaSuccess) ptr = nullptr;
+    cudaMemset(ptr, 0, n * sizeof(T));
+  }
+  ~Buffer() { cudaFree(ptr); }
+  uint64_t addr() const { return reinterpret_cast<uintptr_t>(ptr); }
+};
+
+TEST_F(TmaGpu, PersistentMatmulIsBitwisePythons) {
+  const int64_t M = 384, N = 256, K = 320;  // K not a multiple of BLOCK_K: TMA zero-fills
+  std::vector<uint16_t> ha(M * K), hb(K * N);
+  for (int64_t i = 0; i < M * K; ++i) {
+    uint16_t h = 0;
+    tt::half_bits(static_cast<float>((i * 37) % 17) / 8.0f - 1.0f, &h);
+    ha[i] = h;
+  }
+  for (int64_t i = 0; i < K * N; ++i) {
+    uint16_t h = 0;
+    tt::half_bits(static_cast<float>((i * 11) % 13) / 16.0f - 0.375f, &h);
+    hb[i] = h;
+  }
+  Buffer<uint16_t> a(M * K), b(K * N), c(M * N), c_py(M * N);
+  ASSERT_EQ(cudaMemcpy(a.ptr, ha.data(), ha.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(b.ptr, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  const int64_t BM = 128, BN = 128, BK = 64;
+  te::TensorDescriptor da(a.addr(), te::DType::fp16, {M, K}, {K, 1}, {BM, BK});
+  te::TensorDescriptor db(b.addr(), te::DType::fp16, {K, N}, {N, 1}, {BK, BN});
+  te::TensorDescriptor dc(c.addr(), te::DType::fp16, {M, N}, {N, 1}, {BM, BN});
+  te::JitFunction mm("te_tma_kernels", "tma_persistent_matmul");
+  const int programs = std::min<int>(sms_, static_cast<int>(te::cdiv(M, BM) * te::cdiv(N, BN)));
+  mm.launch({programs}, nullptr, da, db, dc, M, N, K, BM, BN, BK, programs);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::string py_hash;
+  {
+    te_test::Gil gil;
+    char code[1024];
+    std::snprintf(code, sizeof(code),
+                  "_ck = te_tma_kernels.tma_persistent_matmul[(%d,)](\n"
+                  "    desc(%llu, 'float16', [%lld, %lld], [%lld, 1], [%lld, %lld]),\n"
+                  "    desc(%llu, 'float16', [%lld, %lld], [%lld, 1], [%lld, %lld]),\n"
+                  "    desc(%llu, 'float16', [%lld, %lld], [%lld, 1], [%lld, %lld]),\n"
+                  "    %lld, %lld, %lld, %lld, %lld, %lld, %d)\n",
+                  programs, (unsigned long long)a.addr(), (long long)M, (long long)K, (long long)K, (long long)BM,
+                  (long long)BK, (unsigned long long)b.addr(), (long long)K, (long long)N, (long long)N,
+                  (long long)BK, (long long)BN, (unsigned long long)c_py.addr(), (long long)M, (long long)N,
+                  (long long)N, (long long)BM, (long long)BN, (long long)M, (long long)N, (long long)K,
+                  (long long)BM, (long long)BN, (long long)BK, programs);
+    te_test::exec(code);
+    py_hash = te_test::eval("_ck.hash").cast<std::string>();
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(mm.compile(da, db, dc, M, N, K, BM, BN, BK, programs).hash(), py_hash);
+  std::vector<uint16_t> got(M * N), want(M * N);
+  ASSERT_EQ(cudaMemcpy(got.data(), c.ptr, got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(want.data(), c_py.ptr, want.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 2), 0);
+  // And it is a matmul: one element checked against a float reference (fp16 inputs are exact
+  // in fp32; the sum of 320 products rounds once to fp16).
+  size_t nonzero = 0;
+  for (uint16_t v : got) nonzero += v != 0;
+  EXPECT_GT(nonzero, got.size() / 2);
+}
+
+TEST_F(TmaGpu, RepeatedLaunchesReuseTheEncodedMaps) {
+  const int64_t M = 256, N = 128;
+  Buffer<float> src(M * N), dst(M * N);
+  std::vector<float> h(M * N);
+  for (int64_t i = 0; i < M * N; ++i) h[i] = static_cast<float>(i);
+  ASSERT_EQ(cudaMemcpy(src.ptr, h.data(), h.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  te::TensorDescriptor ds(src.addr(), te::DType::fp32, {M, N}, {N, 1}, {32, 32});
+  te::TensorDescriptor dd(dst.addr(), te::DType::fp32, {M, N}, {N, 1}, {32, 32});
+  te::JitFunction copy2("te_tma_kernels", "tma_copy_2d");
+  copy2.launch({M / 32, N / 32}, nullptr, ds, dd, 32, 32);
+  const uint64_t after_first = tt::tensor_map_encodes();
+  for (int i = 0; i < 100; ++i) copy2.launch({M / 32, N / 32}, nullptr, ds, dd, 32, 32);
+  EXPECT_EQ(tt::tensor_map_encodes(), after_first);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> got(M * N);
+  ASSERT_EQ(cudaMemcpy(got.data(), dst.ptr, got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(got, h);
+  // A new block shape: a new kernel and new maps, still a copy.
+  ds.set_block_shape({64, 16});
+  dd.set_block_shape({64, 16});
+  ASSERT_EQ(cudaMemset(dst.ptr, 0, M * N * 4), cudaSuccess);
+  copy2.launch({M / 64, N / 16}, nullptr, ds, dd, 64, 16);
+  EXPECT_EQ(tt::tensor_map_encodes(), after_first + 2);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(got.data(), dst.ptr, got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(got, h);
+}
+
+#endif  // TE_HAVE_CUDART
+
+}  // namespace

@@ -1,0 +1,55 @@
+"""Kernels that take host-side tensor descriptors (triton.tools.tensor_descriptor), used by
+tests/cpp/test_tma.cc: copies of rank 1 to 3 and a persistent TMA matmul."""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def tma_copy_1d(src, dst, BLOCK: tl.constexpr):
+    off = tl.program_id(0) * BLOCK
+    dst.store([off], src.load([off]))
+
+
+@triton.jit
+def tma_copy_2d(src, dst, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    om = tl.program_id(0) * BLOCK_M
+    on = tl.program_id(1) * BLOCK_N
+    dst.store([om, on], src.load([om, on]))
+
+
+@triton.jit
+def tma_copy_3d(src, dst, BLOCK_A: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_C: tl.constexpr):
+    oa = tl.program_id(0) * BLOCK_A
+    ob = tl.program_id(1) * BLOCK_B
+    oc = tl.program_id(2) * BLOCK_C
+    dst.store([oa, ob, oc], src.load([oa, ob, oc]))
+
+
+@triton.jit
+def tma_scale_2d(src, dst, alpha, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """A descriptor beside a runtime scalar: dst = src * alpha, tile by tile."""
+    om = tl.program_id(0) * BLOCK_M
+    on = tl.program_id(1) * BLOCK_N
+    tile = src.load([om, on])
+    dst.store([om, on], (tile * alpha).to(tile.dtype))
+
+
+@triton.jit
+def tma_persistent_matmul(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr,
+                          BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_PROGRAMS: tl.constexpr):
+    """C (M x N) = A (M x K) @ B (K x N) with every tile moved by TMA; each program walks the
+    output tiles pid, pid + NUM_PROGRAMS, ... (a persistent grid of NUM_PROGRAMS programs)."""
+    pid = tl.program_id(0)
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    for tile in tl.range(pid, tiles_m * tiles_n, NUM_PROGRAMS, flatten=True):
+        om = (tile // tiles_n) * BLOCK_M
+        on = (tile % tiles_n) * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for kt in range(k_tiles):
+            a = a_desc.load([om, kt * BLOCK_K])
+            b = b_desc.load([kt * BLOCK_K, on])
+            acc = tl.dot(a, b, acc)
+        c_desc.store([om, on], acc.to(c_desc.dtype))
