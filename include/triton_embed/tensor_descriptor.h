@@ -37,6 +37,9 @@ enum class Padding : uint8_t { kZero = 0, kNan = 1 };
 
 namespace detail {
 
+template <class T>
+inline constexpr bool dependent_false_desc = false;
+
 /*! The encoded \c CUtensorMap a descriptor keeps between launches, with what it was encoded
  *  from; guarded by a spin flag (launches on several threads may share a descriptor). */
 struct alignas(64) TensorMapCache {
@@ -45,6 +48,14 @@ struct alignas(64) TensorMapCache {
   uint64_t input[kInputWords];      //!< the encoding's inputs (src/core/tensor_map.cc)
   bool valid = false;
   std::atomic<bool> busy{false};
+};
+
+/*! How a tensor type becomes a descriptor (specialised by the torch layer for at::Tensor). */
+template <class Tensor>
+struct TensorDescriptorSource {
+  static_assert(dependent_false_desc<Tensor>,
+                "triton_embed: TensorDescriptor::from_tensor takes an at::Tensor; include "
+                "<triton_embed/torch.h> (target triton_embed::torch)");
 };
 
 }  // namespace detail
@@ -82,6 +93,20 @@ class TRITON_EMBED_API TensorDescriptor {
                    const int64_t* strides, const int64_t* block_shape,
                    Padding padding = Padding::kZero, bool round_f32_to_tf32 = false);
 
+  /*! \brief A descriptor of the whole tensor \p t (its data pointer, dtype, sizes and
+   *  strides), as Triton's \c TensorDescriptor.from_tensor. Needs <triton_embed/torch.h>.
+   *  A descriptor of a CPU tensor is refused by a GPU launch (ValueError).
+   *  \code
+   *  auto d = triton_embed::TensorDescriptor::from_tensor(x, {64, 64});
+   *  \endcode */
+  template <class Tensor>
+  static TensorDescriptor from_tensor(const Tensor& t, Dims block_shape,
+                                      Padding padding = Padding::kZero,
+                                      bool round_f32_to_tf32 = false) {
+    return detail::TensorDescriptorSource<Tensor>::make(t, block_shape, padding,
+                                                        round_f32_to_tf32);
+  }
+
   /*! \brief Copies the fields; the copy encodes its own \c CUtensorMap when first launched. */
   TensorDescriptor(const TensorDescriptor& o);
   TensorDescriptor& operator=(const TensorDescriptor& o);
@@ -103,6 +128,9 @@ class TRITON_EMBED_API TensorDescriptor {
   void set_block_shape(Dims block_shape);
   void set_padding(Padding p) noexcept { padding_ = p; }
   void set_round_f32_to_tf32(bool v) noexcept { tf32_ = v; }
+  /*! Internal: ArgValue flags (\c detail::kArgFromTensor, \c detail::kArgHostMemory). */
+  uint8_t arg_flags() const noexcept { return flags_; }
+  void set_arg_flags(uint8_t f) noexcept { flags_ = f; }
 
   /*! Internal: the encoding cache (src/core/tensor_map.cc). */
   detail::TensorMapCache& cache() const noexcept { return cache_; }
@@ -115,6 +143,7 @@ class TRITON_EMBED_API TensorDescriptor {
   uint8_t rank_ = 0;
   Padding padding_ = Padding::kZero;
   bool tf32_ = false;
+  uint8_t flags_ = 0;
   int64_t shape_[kMaxRank] = {};
   int64_t strides_[kMaxRank] = {};
   int64_t block_[kMaxRank] = {};
@@ -130,6 +159,7 @@ struct ArgTraits<TensorDescriptor> {
     out = detail::ArgValue{};
     out.kind = detail::ArgKind::kTensorDesc;
     out.dtype = d.dtype();
+    out.flags = d.arg_flags();
     out.ptr = &d;
   }
 };

@@ -39,6 +39,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -141,6 +142,26 @@ struct ArgTraits<c10::Scalar> {
 };
 
 namespace detail {
+
+/*! TensorDescriptor::from_tensor for at::Tensor: Python's TensorDescriptor.from_tensor
+ *  (data pointer, sizes, strides); flagged as host memory for a CPU tensor. */
+template <>
+struct TensorDescriptorSource<at::Tensor> {
+  static TensorDescriptor make(const at::Tensor& t, TensorDescriptor::Dims block_shape,
+                               Padding padding, bool round_f32_to_tf32) {
+    const int64_t rank = t.dim();
+    if (static_cast<size_t>(rank) != block_shape.size()) {
+      throw ValueError("TensorDescriptor::from_tensor: the tensor has " + std::to_string(rank) +
+                       " dimensions, block_shape " + std::to_string(block_shape.size()));
+    }
+    // The rank's range is the constructor's check (ValueError).
+    TensorDescriptor d(reinterpret_cast<uintptr_t>(t.data_ptr()), triton_dtype(t.scalar_type()),
+                       static_cast<int>(rank), t.sizes().data(), t.strides().data(),
+                       block_shape.begin(), padding, round_f32_to_tf32);
+    d.set_arg_flags(static_cast<uint8_t>(kArgFromTensor | (t.is_cpu() ? kArgHostMemory : 0)));
+    return d;
+  }
+};
 
 /*! Collects the tensors of a call, depth-first in argument order (the order fill_args
  *  writes them), with the index of the top-level argument each belongs to. */

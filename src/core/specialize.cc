@@ -282,6 +282,19 @@ bool contains_pointer(const ArgValue& v) {
   }
 }
 
+bool contains_descriptor(const ArgValue& v) {
+  switch (v.kind) {
+    case ArgKind::kTensorDesc: return true;
+    case ArgKind::kConstexpr: return contains_descriptor(*v.elems);
+    case ArgKind::kTuple:
+      for (uint32_t i = 0; i < v.count; ++i) {
+        if (contains_descriptor(v.elems[i])) return true;
+      }
+      return false;
+    default: return false;
+  }
+}
+
 }  // namespace
 
 void specialize(const KernelState& kernel, const ArgValue* args, LeafList& out) {
@@ -295,8 +308,9 @@ void specialize(const KernelState& kernel, const ArgValue* args, LeafList& out) 
     w.set_param(static_cast<uint32_t>(i));
     if (p.is_constexpr) {
       TE_CHECK(!contains_pointer(v), TypeError)
-          << arg_where(kernel, i)
-          << ": a pointer or tensor descriptor cannot be passed to a tl.constexpr parameter";
+          << arg_where(kernel, i) << ": a "
+          << (contains_descriptor(v) ? "tensor descriptor" : "pointer")
+          << " cannot be passed to a tl.constexpr parameter";
       w.constexpr_leaf(&v);
     } else if (p.ann != AnnKind::kNone) {
       spec_annotated(w, p, v);

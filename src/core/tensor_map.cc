@@ -44,7 +44,8 @@ TensorDescriptor::TensorDescriptor(uint64_t base, DType dtype, int rank, const i
 }
 
 TensorDescriptor::TensorDescriptor(const TensorDescriptor& o)
-    : base_(o.base_), dtype_(o.dtype_), rank_(o.rank_), padding_(o.padding_), tf32_(o.tf32_) {
+    : base_(o.base_), dtype_(o.dtype_), rank_(o.rank_), padding_(o.padding_), tf32_(o.tf32_),
+      flags_(o.flags_) {
   std::memcpy(shape_, o.shape_, sizeof(shape_));
   std::memcpy(strides_, o.strides_, sizeof(strides_));
   std::memcpy(block_, o.block_, sizeof(block_));
@@ -57,6 +58,7 @@ TensorDescriptor& TensorDescriptor::operator=(const TensorDescriptor& o) {
   rank_ = o.rank_;
   padding_ = o.padding_;
   tf32_ = o.tf32_;
+  flags_ = o.flags_;
   std::memcpy(shape_, o.shape_, sizeof(shape_));
   std::memcpy(strides_, o.strides_, sizeof(strides_));
   std::memcpy(block_, o.block_, sizeof(block_));

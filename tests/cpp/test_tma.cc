@@ -348,8 +348,8 @@ TEST_F(Tma, EveryCheckRaisesItsError) {
             "be 1 (Triton: last dimension must be contiguous)");
   // A descriptor for a constexpr parameter, and inside a tuple.
   EXPECT_EQ(error_of<te::TypeError>(copy2, ok, ok, ok, 32),
-            "tma_copy_2d(src, dst, BLOCK_M, BLOCK_N): argument #2 'BLOCK_M': a pointer or tensor descriptor "
-            "cannot be passed to a tl.constexpr parameter");
+            "tma_copy_2d(src, dst, BLOCK_M, BLOCK_N): argument #2 'BLOCK_M': a tensor descriptor cannot be "
+            "passed to a tl.constexpr parameter");
   te::JitFunction scale("te_tma_kernels", "tma_scale_2d");
   EXPECT_EQ(error_of<te::NotSupportedError>(scale, ok, ok, std::make_tuple(ok), 16, 32),
             "tma_scale_2d(src, dst, alpha, BLOCK_M, BLOCK_N): argument #2 'alpha': a tensor descriptor inside "
@@ -422,7 +422,7 @@ struct Buffer {
 };
 
 TEST_F(TmaGpu, PersistentMatmulIsBitwisePythons) {
-  const int64_t M = 384, N = 256, K = 320;  // K not a multiple of BLOCK_K: TMA zero-fills
+  const int64_t M = 384, N = 256, K = 296;  // K not a multiple of BLOCK_K: TMA zero-fills
   std::vector<uint16_t> ha(M * K), hb(K * N);
   for (int64_t i = 0; i < M * K; ++i) {
     uint16_t h = 0;
@@ -469,8 +469,7 @@ TEST_F(TmaGpu, PersistentMatmulIsBitwisePythons) {
   ASSERT_EQ(cudaMemcpy(got.data(), c.ptr, got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(want.data(), c_py.ptr, want.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 2), 0);
-  // And it is a matmul: one element checked against a float reference (fp16 inputs are exact
-  // in fp32; the sum of 320 products rounds once to fp16).
+  // Not both empty: most outputs of these inputs are non-zero.
   size_t nonzero = 0;
   for (uint16_t v : got) nonzero += v != 0;
   EXPECT_GT(nonzero, got.size() / 2);

@@ -94,6 +94,40 @@ TEST(TorchArgs, TensorsBecomePointers) {
   EXPECT_EQ(fill(f.slice(0, 1)).u, reinterpret_cast<uintptr_t>(f.data_ptr()) + 4);
 }
 
+TEST(TorchArgs, TensorDescriptorFromTensor) {
+  at::Tensor x = at::zeros({64, 48}, at::kHalf);
+  te::TensorDescriptor d = te::TensorDescriptor::from_tensor(x, {16, 16});
+  EXPECT_EQ(d.base(), reinterpret_cast<uintptr_t>(x.data_ptr()));
+  EXPECT_EQ(d.dtype(), te::DType::fp16);
+  ASSERT_EQ(d.rank(), 2);
+  EXPECT_EQ(d.shape()[0], 64);
+  EXPECT_EQ(d.shape()[1], 48);
+  EXPECT_EQ(d.strides()[0], 48);
+  EXPECT_EQ(d.strides()[1], 1);
+  EXPECT_EQ(d.block_shape()[1], 16);
+  te::detail::ArgValue v[1];
+  te::detail::fill_args(v, d);
+  EXPECT_EQ(v[0].kind, te::detail::ArgKind::kTensorDesc);
+  EXPECT_EQ(v[0].flags, te::detail::kArgFromTensor | te::detail::kArgHostMemory);
+  try {
+    te::TensorDescriptor::from_tensor(x, {16});
+    FAIL() << "expected ValueError";
+  } catch (const te::ValueError& e) {
+    EXPECT_STREQ(e.what(), "TensorDescriptor::from_tensor: the tensor has 2 dimensions, block_shape 1");
+  }
+  // A descriptor of a CPU tensor on a GPU launch: refused as a CPU tensor is.
+  te::set_target(te::Target{"cuda", 90, 32});
+  te::JitFunction copy2("te_tma_kernels", "tma_copy_2d");
+  uint64_t slots[64];
+  try {
+    te::detail::testing::dry_run(copy2, slots, d, d, 16, 16);
+    ADD_FAILURE() << "expected ValueError";
+  } catch (const te::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("argument #0 'src': got a CPU tensor"), std::string::npos) << e.what();
+  }
+  te::set_target(std::nullopt);
+}
+
 TEST(TorchArgs, ScalarsBecomePythonValues) {
   EXPECT_EQ(fill(c10::Scalar(true)).kind, te::detail::ArgKind::kBool);
   te::detail::ArgValue i = fill(c10::Scalar(int64_t{-5}));
