@@ -61,6 +61,7 @@ struct KernelState {
   // Wrappers (@triton.heuristics / @triton.autotune), outermost first; empty for a plain
   // JITFunction. A wrapped kernel launches its `inner` state after them.
   std::vector<std::unique_ptr<Layer>> layers;
+  std::unique_ptr<CallMemo> call_memo;  // whole positional calls (wrapped kernels only)
   // Storage for the strings and nested values that defaults and the values heuristics and
   // configs produced point into (strings interned once).
   std::mutex values_mu;

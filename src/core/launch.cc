@@ -174,29 +174,16 @@ constexpr int kSharedMemoryModeAllowOversized = 3;
                         std::to_string(g.z) + ")");
 }
 
-// A plain (unwrapped) kernel's launch in the current context `ctx`.
-void launch_in(KernelState* kernel, const cuda::ContextInfo& ctx, const InternedOptions* options,
-               const GridSpec& grid, Stream stream, const ArgValue* args, size_t nargs) {
+}  // namespace
+
+void launch_entry(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx,
+                  const GridSpec& grid, Stream stream, const ArgValue* args, uint64_t* slots,
+                  void** params, uint32_t np) {
   KernelState& k = *kernel;
-  const uint32_t forced = explicit_target_code();
-  const uint32_t target = forced != 0 ? forced : target_code(ctx.arch, 32);
-  Bound b;
-  uint64_t slots[kMaxPackedParams];
-  void* params[kMaxPackedParams];
-  TensorMapStorage maps[kMaxTensorDescs];
-  uint32_t np = 0;
-  Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np);
-  if (TE_LIKELY(e != nullptr)) {
-    for (uint32_t i = 0; i < np; ++i) params[i] = &slots[i];
-  } else {  // a miss, or a call the one-pass path does not take
-    bind(k, options, args, nargs, target, b);
-    e = find_or_compile(k, options, b);
-    np = pack_args(k, *e, b.leaves, slots, params, maps);
-  }
   void* fn = e->function_for(ctx.ctx);
   if (TE_UNLIKELY(fn == nullptr)) fn = load_function(k, *e, ctx);
 
-  const Grid g = grid.fn != nullptr ? grid.fn(grid.ctx, Meta(kernel, b.args, k.params.size()))
+  const Grid g = grid.fn != nullptr ? grid.fn(grid.ctx, Meta(kernel, args, k.params.size()))
                                     : grid.fixed;
   check_grid(k, g, e->num_ctas);
   if (g.x == 0 || g.y == 0 || g.z == 0) return;  // Triton launches nothing for an empty grid
@@ -267,6 +254,30 @@ void launch_in(KernelState* kernel, const cuda::ContextInfo& ctx, const Interned
   if (TE_UNLIKELY(r != CUDA_SUCCESS)) throw_launch_error(k, *e, r, g);
 }
 
+namespace {
+
+// A plain (unwrapped) kernel's launch in the current context `ctx`.
+void launch_in(KernelState* kernel, const cuda::ContextInfo& ctx, const InternedOptions* options,
+               const GridSpec& grid, Stream stream, const ArgValue* args, size_t nargs) {
+  KernelState& k = *kernel;
+  const uint32_t forced = explicit_target_code();
+  const uint32_t target = forced != 0 ? forced : target_code(ctx.arch, 32);
+  Bound b;
+  uint64_t slots[kMaxPackedParams];
+  void* params[kMaxPackedParams];
+  TensorMapStorage maps[kMaxTensorDescs];
+  uint32_t np = 0;
+  Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np);
+  if (TE_LIKELY(e != nullptr)) {
+    for (uint32_t i = 0; i < np; ++i) params[i] = &slots[i];
+  } else {  // a miss, or a call the one-pass path does not take
+    bind(k, options, args, nargs, target, b);
+    e = find_or_compile(k, options, b);
+    np = pack_args(k, *e, b.leaves, slots, params, maps);
+  }
+  launch_entry(kernel, e, ctx, grid, stream, b.args, slots, params, np);
+}
+
 }  // namespace
 
 void launch(KernelState* kernel, const InternedOptions* options, const GridSpec& grid,
@@ -323,6 +334,11 @@ const CompiledKernel& prepare_kernel(KernelState* kernel, const InternedOptions*
   return *e->kernel;
 }
 
+// The compiled kernel the calling thread's last dry run resolved (testing::last_dry_run_kernel).
+__attribute__((tls_model("initial-exec"))) thread_local const CompiledKernel* t_dry_run_kernel = nullptr;
+
+void note_dry_run(const Entry* e) noexcept { t_dry_run_kernel = e->kernel.get(); }
+
 int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const ArgValue* args,
                       size_t nargs, uint64_t* slots_out) {
   // The launch path up to the driver call, for a compile-only target: what the CPU
@@ -345,11 +361,14 @@ int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const
     e = find_or_compile(k, options, b, &hit);
     np = pack_args(k, *e, b.leaves, slots, params, maps);
   }
+  note_dry_run(e);
   if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
   return hit ? static_cast<int>(np) : -static_cast<int>(np) - 1;
 }
 
 namespace testing {
+
+const CompiledKernel* last_dry_run_kernel() noexcept { return t_dry_run_kernel; }
 
 void check_grid(KernelState* kernel, const Grid& grid, uint32_t num_ctas) {
   detail::check_grid(*kernel, grid, num_ctas);

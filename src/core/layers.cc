@@ -12,6 +12,8 @@
 #include "core/compile.h"
 #include "core/errors.h"
 #include "core/kernel_state.h"
+#include "core/specialize.h"
+#include "core/target.h"
 #include "triton_embed/detail/testing.h"
 #include "cuda/driver.h"
 
@@ -193,6 +195,7 @@ struct Walk {
   bool found_tuner = false;
   uint64_t* slots = nullptr;  // kDryRun
   int dry = 0;
+  bool memo_ok = true;  // no layer did what the memo of whole calls cannot repeat
 };
 
 ArgValue heuristic_value(KernelState& k, Heuristic& h, const Frame& f) {
@@ -349,13 +352,137 @@ void walk(Walk& w, size_t li, Frame& f) {
       break;
   }
   const Choice* c = find_choice(k, t, f, true);
+  if (c->pre_hook) w.memo_ok = false;  // Python runs on every launch
+  for (int p : t.key_params) {
+    // A tensor in the tuning key: Python compares the objects, so no key of ours holds it.
+    if (p >= 0 && f.given[p] != kAbsent && f.vals[p].kind == ArgKind::kPointer) w.memo_ok = false;
+  }
   apply_choice(k, *c, f);
   if (c->pre_hook && f.mode == FrameMode::kLaunch) run_config_pre_hook(k, t, *c, f);
   walk(w, li + 1, f);
 }
 
+KernelState& inner_of(KernelState* k) { return k->inner != nullptr ? *k->inner : *k; }
+
+// ---- whole positional calls, memoised ----------------------------------------------------
+
+std::atomic<bool> g_call_memo_on{true};
+std::atomic<uint64_t> g_call_memo_hits{0};
+
+inline bool has_bit(const uint64_t* m, uint32_t p) noexcept { return ((m[p >> 6] >> (p & 63)) & 1) != 0; }
+
+// The memo key of a positional call under `plan`, and the call's packed runtime arguments;
+// false for a call the memo cannot take (the walk handles it, and raises what it raises).
+inline bool call_memo_key(const KernelState& inner, const CallPlan& plan, const CallArgs& call,
+                          uint32_t target, const InternedOptions* options, MemoKey& key,
+                          uint64_t* slots, uint32_t* np) {
+  if (TE_UNLIKELY(call.npos > inner.specs.size())) return false;
+  Key spec;
+  if (!fast_key_and_pack_first(inner, call.vals, call.npos, spec, slots, np)) return false;
+  key.push(plan.epoch);
+  key.push(static_cast<uint64_t>(call.npos) | static_cast<uint64_t>(target) << 32);
+  key.push(options != nullptr ? options->id : ~uint64_t{0});
+  for (uint32_t i = 0; i < spec.n; ++i) key.push(spec.w[i]);
+  for (uint32_t p = 0; p < call.npos; ++p) {
+    if (!has_bit(plan.exact, p)) continue;
+    const ArgValue& v = call.vals[p];
+    // Pointers, None and constexprs: the specialisation words hold all of them.
+    if (v.kind == ArgKind::kPointer || v.kind == ArgKind::kNone || inner.specs[p].is_constexpr) {
+      continue;
+    }
+    key.push(static_cast<uint64_t>(p) | static_cast<uint64_t>(v.kind) << 8 |
+             static_cast<uint64_t>(v.dtype) << 16 | static_cast<uint64_t>(v.big) << 24);
+    key.push(v.u);
+  }
+  return !key.overflow;
+}
+
+// The inner cache entry and packed arguments of a memoised call, or nullptr.
+inline Entry* find_memoised(KernelState& k, const InternedOptions* options, const CallArgs& call,
+                            uint32_t target, uint64_t* slots, uint32_t* np, const CallTail** tail) {
+  CallMemo& m = *k.call_memo;
+  const CallPlan* plan = m.plan.load(std::memory_order_acquire);
+  if (plan == nullptr || plan->epoch != m.epoch.load(std::memory_order_acquire)) return nullptr;
+  MemoKey key;
+  if (!call_memo_key(inner_of(&k), *plan, call, target, options, key, slots, np)) return nullptr;
+  uint64_t v[2];
+  if (!m.table.find(key, key.hash(), v)) return nullptr;
+  *tail = reinterpret_cast<const CallTail*>(static_cast<uintptr_t>(v[1]));
+  return reinterpret_cast<Entry*>(static_cast<uintptr_t>(v[0]));
+}
+
+// After a walk that launched (or dry-ran) a positional call: memoises it when its layers
+// read only what a key holds and the inner kernel's packed arguments are the call's own.
+void remember_call(KernelState& k, const InternedOptions* options, const CallArgs& call,
+                   const Frame& f, const Walk& w, uint32_t target) {
+  if (!w.memo_ok || call.nnamed != 0 || target == 0 || f.options == nullptr || !k.call_memo) return;
+  KernelState& inner = inner_of(&k);
+  CallMemo& m = *k.call_memo;
+  std::lock_guard<std::mutex> lock(m.mu);
+  CallPlan cp;
+  cp.epoch = m.epoch.load(std::memory_order_acquire);
+  for (const auto& layer : k.layers) {
+    if (layer->kind == Layer::Kind::kHeuristics) {
+      for (const auto& h : layer->heuristics) {
+        const HeuristicPlan* hp = h->plan.load(std::memory_order_acquire);
+        if (hp == nullptr) return;  // it runs Python every time
+        for (const Dep& d : hp->deps) {
+          if (d.aspect == Aspect::kAddress) return;  // an address: every call differs
+          if (d.aspect == Aspect::kValue && d.param < call.npos) {
+            cp.exact[d.param >> 6] |= uint64_t{1} << (d.param & 63);
+          }
+        }
+      }
+    } else {
+      for (int p : layer->tune->key_params) {
+        if (p >= 0 && static_cast<uint32_t>(p) < call.npos) {
+          cp.exact[p >> 6] |= uint64_t{1} << (p & 63);
+        }
+      }
+    }
+  }
+  MemoKey key;
+  uint64_t slots[kMaxLeaves + 2];
+  uint32_t np = 0;
+  if (!call_memo_key(inner, cp, call, target, options, key, slots, &np)) return;
+  // The entry the walk used, and the inner kernel's packed arguments: the call's own?
+  Key ik;
+  uint64_t islots[kMaxLeaves + 2];
+  uint32_t inp = 0;
+  if (!fast_key_and_pack(inner, f.vals, ik, islots, &inp)) return;
+  if (inp != np || std::memcmp(islots, slots, np * sizeof(uint64_t)) != 0) return;
+  ik.target = target;
+  ik.options = f.options->id;
+  Entry* e = inner.cache.table.find(ik, ik.hash());
+  if (e == nullptr) return;
+  // The values after the given ones (for a grid callable's Meta), interned.
+  const CallTail* tail = nullptr;
+  for (const auto& t : m.tails) {
+    if (t->vals.size() == f.np - call.npos &&
+        std::memcmp(static_cast<const void*>(t->vals.data()), f.vals + call.npos,
+                    t->vals.size() * sizeof(ArgValue)) == 0) {
+      tail = t.get();
+      break;
+    }
+  }
+  if (tail == nullptr) {
+    auto fresh = std::make_unique<CallTail>();
+    fresh->vals.assign(f.vals + call.npos, f.vals + f.np);
+    tail = fresh.get();
+    m.tails.push_back(std::move(fresh));
+  }
+  const CallPlan* current = m.plan.load(std::memory_order_relaxed);
+  if (current == nullptr || current->epoch != cp.epoch || current->exact[0] != cp.exact[0] ||
+      current->exact[1] != cp.exact[1]) {
+    m.plans.push_back(std::make_unique<CallPlan>(cp));
+    m.plan.store(m.plans.back().get(), std::memory_order_release);
+  }
+  const uint64_t v[2] = {reinterpret_cast<uintptr_t>(e), reinterpret_cast<uintptr_t>(tail)};
+  m.table.insert(key, key.hash(), v);
+}
+
 void start(KernelState* kernel, const InternedOptions* options, const CallArgs& call,
-           FrameMode mode, const GridSpec* grid, Stream stream, Walk& w) {
+           FrameMode mode, const GridSpec* grid, Stream stream, Walk& w, uint32_t target = 0) {
   Frame f;
   f.options = options;
   f.mode = mode;
@@ -363,9 +490,10 @@ void start(KernelState* kernel, const InternedOptions* options, const CallArgs& 
   f.stream = stream;
   bind_frame(*kernel, call, f);
   walk(w, 0, f);
+  if (target != 0 && call.nnamed == 0 && g_call_memo_on.load(std::memory_order_relaxed)) {
+    remember_call(*kernel, options, call, f, w, target);
+  }
 }
-
-KernelState& inner_of(KernelState* k) { return k->inner != nullptr ? *k->inner : *k; }
 
 }  // namespace
 
@@ -431,8 +559,33 @@ int call_param_index(const KernelState* kernel, const CallArgs& call, uint32_t i
 
 void launch_call(KernelState* kernel, const InternedOptions* options, const GridSpec& grid,
                  Stream stream, const CallArgs& call) {
+  uint32_t target = 0;
+  if (call.nnamed == 0 && kernel->call_memo && cuda::api().ok &&
+      g_call_memo_on.load(std::memory_order_relaxed)) {
+    const cuda::ContextInfo& ctx = cuda::current_context();
+    const uint32_t forced = explicit_target_code();
+    target = forced != 0 ? forced : target_code(ctx.arch, 32);
+    uint64_t slots[kMaxLeaves + 2];
+    uint32_t np = 0;
+    const CallTail* tail = nullptr;
+    if (Entry* e = find_memoised(*kernel, options, call, target, slots, &np, &tail)) {
+      KernelState& inner = inner_of(kernel);
+      void* params[kMaxLeaves + 2];
+      for (uint32_t i = 0; i < np; ++i) params[i] = &slots[i];
+      if (grid.fn == nullptr) {
+        launch_entry(&inner, e, ctx, grid, stream, nullptr, slots, params, np);
+      } else {
+        ArgValue all[kMaxArgs];
+        std::memcpy(static_cast<void*>(all), call.vals, call.npos * sizeof(ArgValue));
+        std::memcpy(static_cast<void*>(all + call.npos), tail->vals.data(),
+                    tail->vals.size() * sizeof(ArgValue));
+        launch_entry(&inner, e, ctx, grid, stream, all, slots, params, np);
+      }
+      return;
+    }
+  }
   Walk w{*kernel, inner_of(kernel)};
-  start(kernel, options, call, FrameMode::kLaunch, &grid, stream, w);
+  start(kernel, options, call, FrameMode::kLaunch, &grid, stream, w, target);
 }
 
 const CompiledKernel& compile_call(KernelState* kernel, const InternedOptions* options,
@@ -463,11 +616,30 @@ const TuningResult* tuning_result_call(KernelState* kernel, const InternedOption
 
 int dry_run_call(KernelState* kernel, const InternedOptions* options, const CallArgs& call,
                  uint64_t* slots_out) {
+  const uint32_t target = explicit_target_code();
+  const bool memo = call.nnamed == 0 && kernel->call_memo && target != 0 &&
+                    g_call_memo_on.load(std::memory_order_relaxed);
+  if (memo) {
+    uint64_t slots[kMaxLeaves + 2];
+    uint32_t np = 0;
+    const CallTail* tail = nullptr;
+    if (const Entry* e = find_memoised(*kernel, options, call, target, slots, &np, &tail)) {
+      g_call_memo_hits.fetch_add(1, std::memory_order_relaxed);
+      note_dry_run(e);
+      if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
+      return static_cast<int>(np);
+    }
+  }
   Walk w{*kernel, inner_of(kernel)};
   w.slots = slots_out;
-  start(kernel, options, call, FrameMode::kDryRun, nullptr, nullptr, w);
+  start(kernel, options, call, FrameMode::kDryRun, nullptr, nullptr, w, memo ? target : 0);
   return w.dry;
 }
+
+namespace testing {
+void set_call_memo(bool on) { g_call_memo_on.store(on, std::memory_order_relaxed); }
+uint64_t call_memo_hits() { return g_call_memo_hits.load(std::memory_order_relaxed); }
+}  // namespace testing
 
 void interpret_call(KernelState* kernel, const GridSpec& grid, const CallArgs& call) {
   Walk w{*kernel, inner_of(kernel)};

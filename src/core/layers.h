@@ -137,6 +137,37 @@ struct Frame {
   }
 };
 
+// ---- whole positional calls, memoised -------------------------------------------------
+//
+// A positional call of a wrapped kernel whose layers read only what a key can hold resolves,
+// once its heuristics ran and its config was tuned, to the same inner cache entry for every
+// call that agrees with it on (a) what the inner kernel's specialisation sees of the given
+// arguments and (b) the exact values of the parameters a layer reads. When the layers set
+// only constexpr parameters and the call gives every runtime one, the inner kernel's packed
+// arguments are the call's own: a hit is one key, one lookup and the launch, as a plain
+// kernel's. Filled on the slow path (the first such call); Python never runs on a hit.
+
+// Which parameters' exact values the layers read, as of the heuristics' plans of `epoch`.
+struct CallPlan {
+  uint64_t epoch = 0;
+  uint64_t exact[2] = {0, 0};  // bit p: parameter p (kMaxArgs <= 128)
+};
+
+// What the layers add to a resolved call: the values of the parameters after the given ones
+// (set by a layer, or defaults), for a grid callable's Meta. Interned, never freed.
+struct CallTail {
+  std::vector<ArgValue> vals;
+};
+
+struct CallMemo {
+  std::atomic<uint64_t> epoch{1};                // bumped when a heuristic's plan changes
+  std::atomic<const CallPlan*> plan{nullptr};    // the plan of the current epoch, or older
+  MemoTable table{256};                          // key -> (inner Entry*, CallTail*)
+  std::mutex mu;                                 // guards inserts and what follows
+  std::vector<std::unique_ptr<CallPlan>> plans;  // every plan published (readers may hold one)
+  std::vector<std::unique_ptr<CallTail>> tails;
+};
+
 // ---- slow paths (Python; src/python/layers.cc) ----------------------------------------
 
 // Reads the wrappers of a kernel (outermost first) into layers. GIL held.
@@ -165,5 +196,32 @@ TRITON_EMBED_API int dry_run_call(KernelState* kernel, const InternedOptions* op
 
 // Binds a call into a frame (positional, then named; Python's binder errors as TypeError).
 void bind_frame(const KernelState& k, const CallArgs& call, Frame& f);
+
+// A heuristic's plan changed: calls memoised under the old one no longer match.
+inline void invalidate_call_memo(CallMemo* m) noexcept {
+  if (m != nullptr) m->epoch.fetch_add(1, std::memory_order_acq_rel);
+}
+
+}  // namespace triton_embed::detail
+
+namespace triton_embed::detail::cuda {
+struct ContextInfo;
+}
+
+namespace triton_embed::detail {
+
+struct Entry;
+
+// Records the entry a dry run resolved (testing::last_dry_run_kernel).
+void note_dry_run(const Entry* e) noexcept;
+
+// The launch of cache entry `e` of plain kernel `kernel` (src/core/launch.cc): params[0, np)
+// point at its packed runtime arguments; slots[np], slots[np + 1] and params[np],
+// params[np + 1] take the two scratch pointers. `args` (all parameters) for a grid
+// callable's Meta.
+void launch_entry(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx,
+                  const GridSpec& grid, Stream stream, const ArgValue* args, uint64_t* slots,
+                  void** params, uint32_t np);
+
 
 }  // namespace triton_embed::detail

@@ -15,7 +15,7 @@
 
 namespace triton_embed::detail {
 
-constexpr uint32_t kMemoWords = 24;
+constexpr uint32_t kMemoWords = 32;
 
 struct MemoKey {
   uint32_t n = 0;

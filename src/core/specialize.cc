@@ -416,7 +416,11 @@ void build_key(const KernelState& kernel, const LeafList& leaves, Key& key) {
 
 bool fast_key_and_pack(const KernelState& kernel, const ArgValue* args, Key& key, uint64_t* slots,
                        uint32_t* nslots) {
-  const size_t n = kernel.specs.size();
+  return fast_key_and_pack_first(kernel, args, kernel.specs.size(), key, slots, nslots);
+}
+
+bool fast_key_and_pack_first(const KernelState& kernel, const ArgValue* args, size_t n, Key& key,
+                             uint64_t* slots, uint32_t* nslots) {
   const ParamSpec* specs = kernel.specs.data();
   uint64_t* w = key.w;
   uint64_t* out = slots;

@@ -59,6 +59,10 @@ void build_key(const KernelState& kernel, const LeafList& leaves, Key& key);
 // and the caller takes the general path, which also raises the errors.
 bool fast_key_and_pack(const KernelState& kernel, const ArgValue* args, Key& key, uint64_t* slots,
                        uint32_t* nslots);
+// The same for the first n parameters only (a positional call of a wrapped kernel, before
+// its layers set the rest).
+bool fast_key_and_pack_first(const KernelState& kernel, const ArgValue* args, size_t n, Key& key,
+                             uint64_t* slots, uint32_t* nslots);
 
 // The 64-bit pattern passed for a runtime (non-constexpr) leaf, as Triton's launcher
 // converts the Python value: integers sign- or zero-extended, fp16 rounded to nearest even,

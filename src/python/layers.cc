@@ -266,6 +266,7 @@ void load_layers(KernelState& k, void* wrappers_list) {
     }
     k.layers.push_back(std::move(layer));
   }
+  if (!k.layers.empty()) k.call_memo = std::make_unique<CallMemo>();
 }
 
 // ---- heuristics ----------------------------------------------------------------------------
@@ -328,6 +329,7 @@ ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
     std::lock_guard<std::mutex> lock(h.mu);
     h.never_memo = true;
     h.plan.store(nullptr, std::memory_order_release);
+    invalidate_call_memo(k.call_memo.get());
     return result;
   }
   std::lock_guard<std::mutex> lock(h.mu);
@@ -357,6 +359,7 @@ ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
     plan->memo.insert(key, key.hash(), v);
   }
   h.plan.store(plan, std::memory_order_release);
+  if (!covered) invalidate_call_memo(k.call_memo.get());
   return result;
 }
 

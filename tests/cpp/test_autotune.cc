@@ -4,6 +4,8 @@
 // picks (with a benchmark function that returns known timings without launching).
 
 #include <atomic>
+#include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -199,6 +201,83 @@ TEST_F(Autotune, HeuristicsRunPythonOnlyWhenWhatTheyReadChanges) {
   EXPECT_EQ(te::detail::testing::layer_python_calls(), mid);
   dt.compile(te::Pointer(0x30000, te::DType::bf16), te::Pointer(0x20000, te::DType::fp16), 64, 64);
   EXPECT_EQ(te::detail::testing::layer_python_calls(), mid + 1);
+}
+
+// The memo of whole positional calls resolves every call as the layers do: the same compiled
+// kernel and the same packed arguments as with the memo off, on heuristics of values, dtypes
+// and options, on tuned kernels and on both stacking orders; a heuristic whose dependencies
+// grow (branchy_heur_kernel reads m only when n > 100) invalidates what was memoised before.
+TEST_F(Autotune, WholeCallMemoAgreesWithTheLayers) {
+  namespace tt = te::detail::testing;
+  struct Outcome {
+    int np;
+    uint64_t slots[8];
+    std::string hash;
+  };
+  const auto run = [](const std::function<int(uint64_t*)>& call) {
+    Outcome o{};
+    o.np = call(o.slots);
+    o.hash = tt::last_dry_run_kernel()->hash();
+    return o;
+  };
+  te::JitFunction heur("te_tune_kernels", "heur_kernel"), dtype("te_tune_kernels", "heur_dtype_kernel"),
+      options("te_tune_kernels", "heur_options_kernel"), tuned("te_tune_kernels", "fake_tuned_kernel"),
+      heur_tuned("te_tune_kernels", "fake_heur_tuned_kernel"),
+      tuned_heur("te_tune_kernels", "fake_tuned_heur_kernel"),
+      branchy("te_tune_kernels", "branchy_heur_kernel");
+  struct Case {
+    std::string what;
+    std::function<int(uint64_t*)> call;
+    bool memoised;  // a repeat resolves through the memo
+  };
+  const std::vector<Case> cases = {
+      {"heur n=300", [&](uint64_t* s) { return tt::dry_run(heur, s, at<float>(0x10000), at<float>(0x20000), 300); }, true},
+      {"heur n=301 unaligned", [&](uint64_t* s) { return tt::dry_run(heur, s, at<float>(0x10004), at<float>(0x20000), 301); }, true},
+      {"heur n=2048", [&](uint64_t* s) { return tt::dry_run(heur, s, at<float>(0x10000), at<float>(0x20000), 2048); }, true},
+      {"heur n=300 again, other pointers", [&](uint64_t* s) { return tt::dry_run(heur, s, at<float>(0x50000), at<float>(0x60000), 300); }, true},
+      {"dtype fp16", [&](uint64_t* s) { return tt::dry_run(dtype, s, te::Pointer(0x10000, te::DType::fp16), te::Pointer(0x20000, te::DType::fp16), 64, 64); }, true},
+      {"dtype bf16", [&](uint64_t* s) { return tt::dry_run(dtype, s, te::Pointer(0x10000, te::DType::bf16), te::Pointer(0x20000, te::DType::fp16), 64, 64); }, true},
+      {"options n=100", [&](uint64_t* s) { return tt::dry_run(options, s, at<float>(0x10000), at<float>(0x20000), 100); }, true},
+      {"options n=1000", [&](uint64_t* s) { return tt::dry_run(options, s, at<float>(0x10000), at<float>(0x20000), 1000); }, true},
+      {"options n=5000", [&](uint64_t* s) { return tt::dry_run(options, s, at<float>(0x10000), at<float>(0x20000), 5000); }, true},
+      {"tuned n=4096", [&](uint64_t* s) { return tt::dry_run(tuned, s, at<float>(0x10000), at<float>(0x20000), 4096); }, true},
+      {"tuned n=4097", [&](uint64_t* s) { return tt::dry_run(tuned, s, at<float>(0x10000), at<float>(0x20000), 4097); }, true},
+      {"tuned ACT=neg", [&](uint64_t* s) { return tt::dry_run(tuned, s, at<float>(0x10000), at<float>(0x20000), 4096, "neg"); }, true},
+      {"heuristics over autotune", [&](uint64_t* s) { return tt::dry_run(heur_tuned, s, at<float>(0x10000), at<float>(0x20000), 4097); }, true},
+      {"autotune over heuristics", [&](uint64_t* s) { return tt::dry_run(tuned_heur, s, at<float>(0x10000), at<float>(0x20000), 4096); }, true},
+      {"named: not memoised", [&](uint64_t* s) { return tt::dry_run(heur, s, at<float>(0x10000), at<float>(0x20000), "n"_a = 300); }, false},
+      {"branchy n=50 m=500", [&](uint64_t* s) { return tt::dry_run(branchy, s, at<float>(0x10000), at<float>(0x20000), 50, 500); }, true},
+      {"branchy n=50 m=5", [&](uint64_t* s) { return tt::dry_run(branchy, s, at<float>(0x10000), at<float>(0x20000), 50, 5); }, true},
+      {"branchy n=500 m=500", [&](uint64_t* s) { return tt::dry_run(branchy, s, at<float>(0x10000), at<float>(0x20000), 500, 500); }, true},
+      {"branchy n=500 m=5", [&](uint64_t* s) { return tt::dry_run(branchy, s, at<float>(0x10000), at<float>(0x20000), 500, 5); }, true},
+      {"branchy n=500 m=500 again", [&](uint64_t* s) { return tt::dry_run(branchy, s, at<float>(0x10000), at<float>(0x20000), 500, 500); }, true},
+  };
+  // The layers' own answers first (memo off), then each call twice with the memo on: the
+  // first may fill it, the second must come from it where the call can be memoised.
+  std::vector<Outcome> want;
+  tt::set_call_memo(false);
+  for (const Case& c : cases) want.push_back(run(c.call));
+  tt::set_call_memo(true);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    for (int rep = 0; rep < 2; ++rep) {
+      const uint64_t hits = tt::call_memo_hits();
+      const Outcome got = run(c.call);
+      EXPECT_EQ(got.hash, want[i].hash) << c.what << " (repeat " << rep << ")";
+      ASSERT_EQ(got.np, want[i].np < 0 ? -want[i].np - 1 : want[i].np) << c.what;
+      EXPECT_EQ(std::memcmp(got.slots, want[i].slots, sizeof(uint64_t) * got.np), 0) << c.what;
+      if (rep == 1) EXPECT_EQ(tt::call_memo_hits() - hits, c.memoised ? 1u : 0u) << c.what;
+    }
+  }
+  // BIG as the layers decide it: only n > 100 and m > 100.
+  EXPECT_NE(want[17].hash, want[15].hash);
+  EXPECT_EQ(want[16].hash, want[15].hash);
+  EXPECT_EQ(want[18].hash, want[15].hash);
+  EXPECT_EQ(want[19].hash, want[17].hash);
+  // Going back to an early call after the dependencies grew: still the layers' answer.
+  const Outcome back = run(cases[16].call);
+  EXPECT_EQ(back.hash, want[16].hash);
+  tt::set_call_memo(true);
 }
 
 TEST_F(Autotune, ThreadsRacingOnOneHeuristicsKey) {

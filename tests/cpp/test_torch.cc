@@ -9,8 +9,13 @@
 #include <torch/autograd.h>
 #include <torch/cuda.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 
@@ -19,6 +24,7 @@
 #include <triton_embed/torch.h>
 
 #include "alloc_counter.h"
+#include "resources.h"
 
 namespace te = triton_embed;
 
@@ -223,6 +229,142 @@ TEST(TorchLaunch, CachedTensorLaunchesDoNotAllocate) {
     EXPECT_EQ(count.count(), 0u);
   }
   EXPECT_TRUE(at::equal(out, x + y));
+}
+
+// The torch layer under load (issue 11's soak, with the bad calls only tensors can make):
+// eight threads, each on its own stream, launch an in-place accumulation over fp32 and fp64
+// tensors with n a multiple of 16 or not (4096, 4001); one call in 1000 is bad (a CPU tensor beside CUDA
+// ones, a complex tensor, a wrong argument count) and must throw exactly. Every 50,000
+// launches each thread checks its accumulators; after a warm-up, resident and device memory
+// end within 1 MiB (CTest runs this suite alone: device memory is the GPU's, not ours).
+TEST(TorchSoak, EightThreadsWithMixedDeviceAndBadCalls) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  constexpr int kThreads = 8;
+  constexpr int64_t kN = 4096, kPart = 4001, kCheckEvery = 50000;  // kPart: not a multiple of 16
+  const char* env = std::getenv("TRITON_EMBED_TORCH_SOAK_LAUNCHES");
+  const int64_t total = env != nullptr ? std::atoll(env) : (te_test::kSanitized ? 20000 : 2000000);
+  const int64_t per_thread = total / kThreads;
+  const te::JitFunction& add = add_kernel();
+
+  struct Slot {
+    at::Tensor acc32, one32, acc64, one64, host, cplx;
+    int64_t full32 = 0, part32 = 0, full64 = 0, part64 = 0;  // launches of each variant
+  };
+  std::vector<Slot> slots(kThreads);
+  for (Slot& sl : slots) {
+    sl.acc32 = at::zeros({kN}, at::kCUDA);
+    sl.one32 = at::ones({kN}, at::kCUDA);
+    sl.acc64 = at::zeros({kN}, at::TensorOptions(at::kCUDA).dtype(at::kDouble));
+    sl.one64 = at::ones({kN}, at::TensorOptions(at::kCUDA).dtype(at::kDouble));
+    sl.host = at::zeros({kN});
+    sl.cplx = at::zeros({kN}, at::TensorOptions(at::kCUDA).dtype(at::kComplexFloat));
+  }
+  // The exact outcome of each bad call, recorded once.
+  const auto bad_call = [&](Slot& sl, int which) {
+    switch (which) {
+      case 0: te::launch(add, {1}, sl.acc32, sl.host, sl.acc32, kN, 1024); break;
+      case 1: te::launch(add, {1}, sl.acc32, sl.cplx, sl.acc32, kN, 1024); break;
+      default: te::launch(add, {1}, sl.acc32, sl.one32); break;
+    }
+  };
+  std::vector<std::string> bad_what(3);
+  std::vector<const std::type_info*> bad_type(3);
+  for (int b = 0; b < 3; ++b) {
+    try {
+      bad_call(slots[0], b);
+      FAIL() << "bad call " << b << " did not throw";
+    } catch (const te::Error& e) {
+      bad_what[b] = e.what();
+      bad_type[b] = &typeid(e);
+    }
+  }
+  EXPECT_EQ(*bad_type[0], typeid(te::ValueError));
+  EXPECT_NE(bad_what[0].find("all tensors of a launch must be on one device"), std::string::npos);
+  EXPECT_EQ(*bad_type[1], typeid(te::TypeError));
+  EXPECT_EQ(*bad_type[2], typeid(te::TypeError));
+
+  const auto one_launch = [&](Slot& sl, int64_t i) {
+    switch (i % 4) {
+      case 0: te::launch(add, {te::cdiv(kN, 1024)}, sl.acc32, sl.one32, sl.acc32, kN, 1024); ++sl.full32; break;
+      case 1: te::launch(add, {te::cdiv(kPart, 512)}, sl.acc32, sl.one32, sl.acc32, kPart, 512); ++sl.part32; break;
+      case 2: te::launch(add, {te::cdiv(kN, 1024)}, sl.acc64, sl.one64, sl.acc64, kN, 1024); ++sl.full64; break;
+      default: te::launch(add, {te::cdiv(kPart, 256)}, sl.acc64, sl.one64, sl.acc64, kPart, 256); ++sl.part64; break;
+    }
+  };
+  // Element j was added to by every launch of its dtype whose n covers it.
+  const auto check = [&](const Slot& sl) {
+    at::Tensor want32 = at::full({kN}, static_cast<double>(sl.full32), sl.acc32.options());
+    want32.slice(0, 0, kPart).add_(static_cast<double>(sl.part32));
+    at::Tensor want64 = at::full({kN}, static_cast<double>(sl.full64), sl.acc64.options());
+    want64.slice(0, 0, kPart).add_(static_cast<double>(sl.part64));
+    return at::equal(sl.acc32, want32) && at::equal(sl.acc64, want64);
+  };
+
+  std::atomic<bool> go{false};
+  std::atomic<int> finished_warmup{0};
+  std::vector<std::string> errors(kThreads);
+  std::vector<int64_t> bad_calls(kThreads, 0);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < kThreads; ++t) {
+    pool.emplace_back([&, t] {
+      Slot& sl = slots[t];
+      c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool();
+      c10::cuda::CUDAStreamGuard guard(stream);
+      // Warm-up: every variant compiled and loaded, one check (its temporaries cached).
+      for (int64_t i = 0; i < 400; ++i) one_launch(sl, i);
+      stream.synchronize();
+      if (!check(sl)) errors[t] = "wrong result after the warm-up";
+      finished_warmup.fetch_add(1);
+      while (!go.load()) std::this_thread::yield();
+      for (int64_t i = 0; i < per_thread && errors[t].empty(); ++i) {
+        if (i % 1000 == 999) {
+          const int which = static_cast<int>((i / 1000) % 3);
+          try {
+            bad_call(sl, which);
+            errors[t] = "bad call " + std::to_string(which) + " did not throw";
+          } catch (const te::Error& e) {
+            if (typeid(e) != *bad_type[which] || bad_what[which] != e.what()) {
+              errors[t] = std::string("bad call threw ") + e.what();
+            }
+          }
+          ++bad_calls[t];
+          continue;
+        }
+        one_launch(sl, i);
+        if (i % kCheckEvery == kCheckEvery - 1) {
+          stream.synchronize();
+          if (!check(sl)) errors[t] = "wrong result after launch " + std::to_string(i);
+        }
+      }
+      stream.synchronize();
+      if (errors[t].empty() && !check(sl)) errors[t] = "wrong result at the end";
+    });
+  }
+  while (finished_warmup.load() != kThreads) std::this_thread::yield();
+  size_t free0 = 0, total_mem = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free0, &total_mem), cudaSuccess);
+  const int64_t rss0 = te_test::rss_bytes();
+  const auto t0 = std::chrono::steady_clock::now();
+  go.store(true);
+  for (auto& th : pool) th.join();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], "") << "thread " << t;
+  int64_t launches = 0, bad = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    const Slot& sl = slots[t];
+    launches += sl.full32 + sl.part32 + sl.full64 + sl.part64 - 400;
+    bad += bad_calls[t];
+  }
+  size_t free1 = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free1, &total_mem), cudaSuccess);
+  const int64_t device_growth = static_cast<int64_t>(free0) - static_cast<int64_t>(free1);
+  const int64_t rss_growth = te_test::rss_bytes() - rss0;
+  std::printf("soak (torch): %lld launches and %lld bad calls from %d threads in %.1f s; device "
+              "memory %+lld bytes, resident memory %+lld bytes\n",
+              static_cast<long long>(launches), static_cast<long long>(bad), kThreads, secs,
+              static_cast<long long>(device_growth), static_cast<long long>(rss_growth));
+  EXPECT_LE(device_growth, te_test::kMiB);
+  if (!te_test::kSanitized) EXPECT_LE(rss_growth, te_test::kMiB);
 }
 
 // ---- the ops, through the dispatcher ------------------------------------------------------

@@ -395,3 +395,20 @@ def counted_heur_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+def _big(args):
+    # Reads m only when n > 100: the heuristic's dependencies grow when n does.
+    return args["n"] > 100 and args["m"] > 100
+
+
+@triton.heuristics({"BIG": _big})
+@triton.jit
+def branchy_heur_kernel(x_ptr, out_ptr, n, m, BIG: tl.constexpr):
+    """out = x + 1 when BIG (n > 100 and m > 100), else out = x."""
+    offs = tl.program_id(0) * 64 + tl.arange(0, 64)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0)
+    if BIG:
+        x = x + 1
+    tl.store(out_ptr + offs, x, mask=mask)

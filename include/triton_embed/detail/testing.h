@@ -67,6 +67,12 @@ int dry_run(const JitFunction& fn, uint64_t* slots_out, const Args&... args) {
  *  -1 when the one-pass path declines the call (the general path takes it). Raises what the
  *  general path raises. */
 TRITON_EMBED_API int fast_path_agrees(KernelState* kernel, const ArgValue* args, size_t nargs);
+/*! Whether launches and dry runs of wrapped kernels use the memo of whole positional calls
+ *  (default on; tests compare both), and how many calls it resolved so far. */
+TRITON_EMBED_API void set_call_memo(bool on);
+TRITON_EMBED_API uint64_t call_memo_hits();
+/*! The compiled kernel the calling thread's last dry run resolved. */
+TRITON_EMBED_API const CompiledKernel* last_dry_run_kernel() noexcept;
 
 template <class... Args>
 int fast_path_agrees_for(const JitFunction& fn, const Args&... args) {
