@@ -256,6 +256,23 @@ void launch_entry(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx,
 
 namespace {
 
+// The general path of launch_in(): binds leaf by leaf (descriptors included, whose maps
+// need room the one-pass path's frame does not carry), compiling on a miss.
+__attribute__((noinline)) void launch_general(KernelState* kernel, const cuda::ContextInfo& ctx,
+                                              const InternedOptions* options, uint32_t target,
+                                              const GridSpec& grid, Stream stream,
+                                              const ArgValue* args, size_t nargs) {
+  KernelState& k = *kernel;
+  Bound b;
+  uint64_t slots[kMaxPackedParams];
+  void* params[kMaxPackedParams];
+  TensorMapStorage maps[kMaxTensorDescs];
+  bind(k, options, args, nargs, target, b);
+  Entry* e = find_or_compile(k, options, b);
+  const uint32_t np = pack_args(k, *e, b.leaves, slots, params, maps);
+  launch_entry(kernel, e, ctx, grid, stream, b.args, slots, params, np);
+}
+
 // A plain (unwrapped) kernel's launch in the current context `ctx`.
 void launch_in(KernelState* kernel, const cuda::ContextInfo& ctx, const InternedOptions* options,
                const GridSpec& grid, Stream stream, const ArgValue* args, size_t nargs) {
@@ -263,18 +280,15 @@ void launch_in(KernelState* kernel, const cuda::ContextInfo& ctx, const Interned
   const uint32_t forced = explicit_target_code();
   const uint32_t target = forced != 0 ? forced : target_code(ctx.arch, 32);
   Bound b;
-  uint64_t slots[kMaxPackedParams];
-  void* params[kMaxPackedParams];
-  TensorMapStorage maps[kMaxTensorDescs];
+  uint64_t slots[kMaxLeaves + 2];
   uint32_t np = 0;
   Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np);
-  if (TE_LIKELY(e != nullptr)) {
-    for (uint32_t i = 0; i < np; ++i) params[i] = &slots[i];
-  } else {  // a miss, or a call the one-pass path does not take
-    bind(k, options, args, nargs, target, b);
-    e = find_or_compile(k, options, b);
-    np = pack_args(k, *e, b.leaves, slots, params, maps);
+  if (TE_UNLIKELY(e == nullptr)) {  // a miss, or a call the one-pass path does not take
+    launch_general(kernel, ctx, options, target, grid, stream, args, nargs);
+    return;
   }
+  void* params[kMaxLeaves + 2];
+  for (uint32_t i = 0; i < np; ++i) params[i] = &slots[i];
   launch_entry(kernel, e, ctx, grid, stream, b.args, slots, params, np);
 }
 
@@ -339,6 +353,28 @@ __attribute__((tls_model("initial-exec"))) thread_local const CompiledKernel* t_
 
 void note_dry_run(const Entry* e) noexcept { t_dry_run_kernel = e->kernel.get(); }
 
+namespace {
+
+// The general path of host_path_dry_run() (as launch_general() is launch_in()'s).
+__attribute__((noinline)) int dry_run_general(KernelState* kernel, const InternedOptions* options,
+                                              uint32_t target, const ArgValue* args, size_t nargs,
+                                              uint64_t* slots_out) {
+  KernelState& k = *kernel;
+  Bound b;
+  uint64_t slots[kMaxPackedParams];
+  void* params[kMaxPackedParams];
+  TensorMapStorage maps[kMaxTensorDescs];
+  bind(k, options, args, nargs, target, b);
+  bool hit = false;
+  Entry* e = find_or_compile(k, options, b, &hit);
+  const uint32_t np = pack_args(k, *e, b.leaves, slots, params, maps);
+  note_dry_run(e);
+  if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
+  return hit ? static_cast<int>(np) : -static_cast<int>(np) - 1;
+}
+
+}  // namespace
+
 int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const ArgValue* args,
                       size_t nargs, uint64_t* slots_out) {
   // The launch path up to the driver call, for a compile-only target: what the CPU
@@ -350,20 +386,13 @@ int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const
     return dry_run_call(kernel, options, positional_call(args, nargs), slots_out);
   }
   Bound b;
-  uint64_t slots[kMaxPackedParams];
-  void* params[kMaxPackedParams];
-  TensorMapStorage maps[kMaxTensorDescs];
+  uint64_t slots[kMaxLeaves + 2];
   uint32_t np = 0;
   Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np);
-  bool hit = e != nullptr;
-  if (!hit) {
-    bind(k, options, args, nargs, target, b);
-    e = find_or_compile(k, options, b, &hit);
-    np = pack_args(k, *e, b.leaves, slots, params, maps);
-  }
+  if (TE_UNLIKELY(e == nullptr)) return dry_run_general(kernel, options, target, args, nargs, slots_out);
   note_dry_run(e);
   if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
-  return hit ? static_cast<int>(np) : -static_cast<int>(np) - 1;
+  return static_cast<int>(np);
 }
 
 namespace testing {
