@@ -27,3 +27,37 @@ CudaError::CudaError(const std::string& what, std::string call, int code, std::s
 CudaError::~CudaError() = default;
 
 }  // namespace triton_embed
+
+namespace triton_embed::detail {
+
+void rethrow_copy(const std::exception_ptr& p) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const NoDeviceError& e) {
+    throw NoDeviceError(std::string(e.what()), std::string(e.call()), e.code(),
+                        std::string(e.name()), std::string(e.text()));
+  } catch (const CudaError& e) {
+    throw CudaError(std::string(e.what()), std::string(e.call()), e.code(), std::string(e.name()),
+                    std::string(e.text()));
+  } catch (const OverflowError& e) {
+    throw OverflowError(std::string(e.what()));
+  } catch (const TypeError& e) {
+    throw TypeError(std::string(e.what()));
+  } catch (const ValueError& e) {
+    throw ValueError(std::string(e.what()));
+  } catch (const LookupError& e) {
+    throw LookupError(std::string(e.what()));
+  } catch (const CompileError& e) {
+    throw CompileError(std::string(e.what()));
+  } catch (const NotSupportedError& e) {
+    throw NotSupportedError(std::string(e.what()));
+  } catch (const PythonError& e) {
+    throw PythonError(std::string(e.what()));
+  } catch (const OutOfResourcesError& e) {
+    throw OutOfResourcesError(std::string(e.what()));
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()));
+  }
+}
+
+}  // namespace triton_embed::detail

@@ -5,6 +5,7 @@
 // The message is streamed only on the failure path; the final `&` is a [[noreturn]] call, so
 // the compiler knows the statement does not return.
 
+#include <exception>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -16,6 +17,12 @@
 #define TE_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 namespace triton_embed::detail {
+
+// Throws a new exception of the same type and message as the one `p` holds (an exception
+// thrown to several threads, e.g. a failed compile's to the threads that waited for it:
+// each gets its own object rather than one shared across threads). Others are rethrown.
+[[noreturn]] void rethrow_copy(const std::exception_ptr& p);
+
 
 class ErrorStream {
  public:

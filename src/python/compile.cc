@@ -171,7 +171,7 @@ Entry* compile_entry(KernelState& k, const InternedOptions& opts, const Key& key
         ++other->waiters;
         other->cv.wait(lock, [&] { return other->done; });
         --other->waiters;
-        if (other->error) std::rethrow_exception(other->error);
+        if (other->error) rethrow_copy(other->error);
         return other->entry;
       }
     }
@@ -216,7 +216,7 @@ Entry* compile_entry(KernelState& k, const InternedOptions& opts, const Key& key
   mine->error = error;
   mine->done = true;
   mine->cv.notify_all();
-  if (error) std::rethrow_exception(error);
+  if (error) rethrow_copy(error);
   return raw;
 }
 

@@ -378,7 +378,7 @@ const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& 
             std::memcmp(p->key.w, key.w, key.n * sizeof(uint64_t)) == 0) {
           std::shared_ptr<PendingTune> other = p;
           other->cv.wait(lock, [&] { return other->done; });
-          if (other->error) std::rethrow_exception(other->error);
+          if (other->error) rethrow_copy(other->error);
           return other->choice;
         }
       }
@@ -476,7 +476,7 @@ const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& 
   mine->error = error;
   mine->done = true;
   mine->cv.notify_all();
-  if (error) std::rethrow_exception(error);
+  if (error) rethrow_copy(error);
   return raw;
 }
 
