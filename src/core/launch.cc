@@ -256,21 +256,36 @@ void launch_entry(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx,
 
 namespace {
 
-// The general path of launch_in(): binds leaf by leaf (descriptors included, whose maps
-// need room the one-pass path's frame does not carry), compiling on a miss.
-__attribute__((noinline)) void launch_general(KernelState* kernel, const cuda::ContextInfo& ctx,
-                                              const InternedOptions* options, uint32_t target,
-                                              const GridSpec& grid, Stream stream,
-                                              const ArgValue* args, size_t nargs) {
+// Where a launch goes (launch_in()); none for a dry run.
+struct LaunchSite {
+  const cuda::ContextInfo& ctx;
+  const GridSpec& grid;
+  Stream stream;
+};
+
+// The general path of launch_in() and host_path_dry_run(): binds leaf by leaf (descriptors
+// included, whose maps need room the one-pass path's frame does not carry), compiling on a
+// miss; launches at `site`, or (a dry run) copies the packed values to slots_out and returns
+// host_path_dry_run()'s count.
+__attribute__((noinline)) int general_path(KernelState* kernel, const InternedOptions* options,
+                                           uint32_t target, const ArgValue* args, size_t nargs,
+                                           const LaunchSite* site, uint64_t* slots_out) {
   KernelState& k = *kernel;
   Bound b;
   uint64_t slots[kMaxPackedParams];
   void* params[kMaxPackedParams];
   TensorMapStorage maps[kMaxTensorDescs];
   bind(k, options, args, nargs, target, b);
-  Entry* e = find_or_compile(k, options, b);
+  bool hit = false;
+  Entry* e = find_or_compile(k, options, b, &hit);
   const uint32_t np = pack_args(k, *e, b.leaves, slots, params, maps);
-  launch_entry(kernel, e, ctx, grid, stream, b.args, slots, params, np);
+  if (site != nullptr) {
+    launch_entry(kernel, e, site->ctx, site->grid, site->stream, b.args, slots, params, np);
+    return static_cast<int>(np);
+  }
+  note_dry_run(e);
+  if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
+  return hit ? static_cast<int>(np) : -static_cast<int>(np) - 1;
 }
 
 // A plain (unwrapped) kernel's launch in the current context `ctx`.
@@ -284,7 +299,8 @@ void launch_in(KernelState* kernel, const cuda::ContextInfo& ctx, const Interned
   uint32_t np = 0;
   Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np);
   if (TE_UNLIKELY(e == nullptr)) {  // a miss, or a call the one-pass path does not take
-    launch_general(kernel, ctx, options, target, grid, stream, args, nargs);
+    const LaunchSite site{ctx, grid, stream};
+    general_path(kernel, options, target, args, nargs, &site, nullptr);
     return;
   }
   void* params[kMaxLeaves + 2];
@@ -353,28 +369,6 @@ __attribute__((tls_model("initial-exec"))) thread_local const CompiledKernel* t_
 
 void note_dry_run(const Entry* e) noexcept { t_dry_run_kernel = e->kernel.get(); }
 
-namespace {
-
-// The general path of host_path_dry_run() (as launch_general() is launch_in()'s).
-__attribute__((noinline)) int dry_run_general(KernelState* kernel, const InternedOptions* options,
-                                              uint32_t target, const ArgValue* args, size_t nargs,
-                                              uint64_t* slots_out) {
-  KernelState& k = *kernel;
-  Bound b;
-  uint64_t slots[kMaxPackedParams];
-  void* params[kMaxPackedParams];
-  TensorMapStorage maps[kMaxTensorDescs];
-  bind(k, options, args, nargs, target, b);
-  bool hit = false;
-  Entry* e = find_or_compile(k, options, b, &hit);
-  const uint32_t np = pack_args(k, *e, b.leaves, slots, params, maps);
-  note_dry_run(e);
-  if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
-  return hit ? static_cast<int>(np) : -static_cast<int>(np) - 1;
-}
-
-}  // namespace
-
 int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const ArgValue* args,
                       size_t nargs, uint64_t* slots_out) {
   // The launch path up to the driver call, for a compile-only target: what the CPU
@@ -389,7 +383,7 @@ int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const
   uint64_t slots[kMaxLeaves + 2];
   uint32_t np = 0;
   Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np);
-  if (TE_UNLIKELY(e == nullptr)) return dry_run_general(kernel, options, target, args, nargs, slots_out);
+  if (TE_UNLIKELY(e == nullptr)) return general_path(kernel, options, target, args, nargs, nullptr, slots_out);
   note_dry_run(e);
   if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
   return static_cast<int>(np);
