@@ -162,38 +162,11 @@ def triton_spec(kernel, value):
     except Exception as e:
         return type(e).__name__
 
-_RANGES = {"u1": (0, 1), "i8": (-2**7, 2**7 - 1), "i16": (-2**15, 2**15 - 1),
-           "i32": (-2**31, 2**31 - 1), "i64": (-2**63, 2**63 - 1), "u8": (0, 2**8 - 1),
-           "u16": (0, 2**16 - 1), "u32": (0, 2**32 - 1), "u64": (0, 2**64 - 1)}
-
-def _contains_pointer(value):
-    if isinstance(value, P):
-        return True
-    if isinstance(value, tuple):
-        return any(_contains_pointer(v) for v in value)
-    return isinstance(value, tl.constexpr) and _contains_pointer(value.value)
+from te_helpers import predicted_launch_error
 
 def expected_error(kernel, value):
     """None where Triton's binder result must match; else the error triton_embed raises."""
-    p = getattr(te_spec_kernels, kernel).params[0]
-    ann = p.annotation_type
-    is_pointer = isinstance(value, P)
-    if p.is_constexpr:
-        return "TypeError" if _contains_pointer(value) else None
-    if not ann:
-        return None
-    if ann.startswith("*"):
-        if is_pointer or value is None:
-            return None
-        if type(value) is int:
-            return "OverflowError" if value < 0 else None
-        return "TypeError"
-    if ann in ("fp16", "bf16", "fp32", "fp64"):
-        return None if type(value) in (int, float, bool) else "TypeError"
-    if type(value) in (int, bool):
-        lo, hi = _RANGES[ann]
-        return None if lo <= int(value) <= hi else "OverflowError"
-    return "TypeError"
+    return predicted_launch_error(getattr(te_spec_kernels, kernel).params[0], value)
 )PY";
 
 std::string ours_result(const Case& c, const te::JitFunction& fn) {

@@ -169,3 +169,41 @@ def warmup_failures(module, kernel, args, kwargs, times):
     finally:
         driver._active = previous
     return failures
+
+
+_INT_RANGES = {"u1": (0, 1), "i8": (-2**7, 2**7 - 1), "i16": (-2**15, 2**15 - 1),
+               "i32": (-2**31, 2**31 - 1), "i64": (-2**63, 2**63 - 1), "u8": (0, 2**8 - 1),
+               "u16": (0, 2**16 - 1), "u32": (0, 2**32 - 1), "u64": (0, 2**64 - 1)}
+
+
+def _contains_pointer(value):
+    import triton.language as tl
+
+    if isinstance(value, P):
+        return True
+    if isinstance(value, tuple):
+        return any(_contains_pointer(v) for v in value)
+    return isinstance(value, tl.constexpr) and _contains_pointer(value.value)
+
+
+def predicted_launch_error(kp, value):
+    """For a value Triton's binder accepts for KernelParam `kp` but its launcher (or compiler)
+    rejects, the error type triton_embed raises at bind time; None where the binder's result
+    must match ours (tests/cpp/test_specialize_parity.cc, test_binder_fuzz.cc)."""
+    ann = kp.annotation_type
+    if kp.is_constexpr:
+        return "TypeError" if _contains_pointer(value) else None
+    if not ann:
+        return None
+    if ann.startswith("*") or ann.startswith("const *"):
+        if isinstance(value, P) or value is None:
+            return None
+        if type(value) is int:
+            return "OverflowError" if value < 0 else None
+        return "TypeError"
+    if ann in ("fp16", "bf16", "fp32", "fp64"):
+        return None if type(value) in (int, float, bool) else "TypeError"
+    if type(value) in (int, bool):
+        lo, hi = _INT_RANGES[ann]
+        return None if lo <= int(value) <= hi else "OverflowError"
+    return "TypeError"
