@@ -18,6 +18,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/word_hash.h"
 #include "triton_embed/jit.h"
 
 namespace triton_embed::detail {
@@ -34,16 +35,7 @@ struct Key {
   uint64_t w[kMaxKeyWords];
 
   uint64_t hash() const noexcept {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(target) << 32 | options);
-    for (uint32_t i = 0; i < n; ++i) {
-      h ^= w[i];
-      h *= 0xBF58476D1CE4E5B9ull;
-      h ^= h >> 31;
-    }
-    h ^= n;
-    h *= 0x94D049BB133111EBull;
-    h ^= h >> 29;
-    return h;
+    return hash_words(0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(target) << 32 | options), w, n);
   }
 };
 

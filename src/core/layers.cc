@@ -23,15 +23,79 @@ namespace {
 
 // ---- binding ----------------------------------------------------------------------------
 
+// a[0..n) == b[0..n), in a few word compares for the short strings parameter names are.
+inline bool same_bytes(const char* a, const char* b, uint32_t n) noexcept {
+  const auto word8 = [](const char* p) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    return w;
+  };
+  const auto word4 = [](const char* p) {
+    uint32_t w;
+    std::memcpy(&w, p, 4);
+    return w;
+  };
+  if (n >= 8) {
+    // 8-byte words from the front, then the last 8 bytes (overlapping the previous word).
+    for (uint32_t i = 0; i + 8 < n; i += 8) {
+      if (word8(a + i) != word8(b + i)) return false;
+    }
+    return word8(a + n - 8) == word8(b + n - 8);
+  }
+  if (n >= 4) return word4(a) == word4(b) && word4(a + n - 4) == word4(b + n - 4);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 int find_param(const KernelState& k, const ArgName& name) noexcept {
   const size_t np = k.params.size();
+  const uint64_t* hashes = k.name_hashes.data();
   for (size_t i = 0; i < np; ++i) {
-    if (k.name_hashes[i] == name.hash && k.params[i].name.size() == name.size &&
-        std::memcmp(k.params[i].name.data(), name.data, name.size) == 0) {
+    if (hashes[i] != name.hash) continue;
+    // The hash matched: confirm the bytes.
+    const std::string& pn = k.params[i].name;
+    if (pn.size() == name.size && same_bytes(pn.data(), name.data, name.size)) {
       return static_cast<int>(i);
     }
   }
   return -1;
+}
+
+bool plain_positional(const KernelState& k, const CallArgs& call, ArgValue* out) noexcept {
+  const size_t np = k.params.size();
+  const size_t npos = call.npos;
+  if (np > 64 || npos > np || (call.nnamed != 0 && npos == np)) return false;
+  for (size_t i = 0; i < npos; ++i) out[i] = call.vals[i];
+  uint64_t given = npos == 64 ? ~uint64_t{0} : (uint64_t{1} << npos) - 1;
+  const uint64_t* hashes = k.name_hashes.data();
+  // Names usually come in parameter order: each search starts after the last match and
+  // wraps within the parameters not given by position (a name of one of those is an error,
+  // which the general binder raises).
+  size_t at = npos;
+  for (uint32_t j = 0; j < call.nnamed; ++j) {
+    const ArgName& name = call.names[j];
+    size_t p = at;
+    for (size_t left = np - npos; hashes[p] != name.hash; p = p + 1 == np ? npos : p + 1) {
+      if (--left == 0) return false;
+    }
+    const std::string& pn = k.params[p].name;
+    const uint64_t bit = uint64_t{1} << p;
+    if (pn.size() != name.size || !same_bytes(pn.data(), name.data, name.size) ||
+        (given & bit) != 0) {
+      return false;
+    }
+    given |= bit;
+    out[p] = call.vals[npos + j];
+    at = p + 1 == np ? npos : p + 1;
+  }
+  for (size_t p = npos; p < np; ++p) {
+    if ((given >> p & 1) != 0) continue;
+    if (!k.params[p].has_default) return false;
+    out[p] = k.defaults[p];
+  }
+  return true;
 }
 
 [[noreturn]] void throw_unknown_name(const KernelState& k, const ArgName& name) {
@@ -559,6 +623,14 @@ int call_param_index(const KernelState* kernel, const CallArgs& call, uint32_t i
 
 void launch_call(KernelState* kernel, const InternedOptions* options, const GridSpec& grid,
                  Stream stream, const CallArgs& call) {
+  if (kernel->layers.empty()) {
+    // A plain kernel's named call: its positional equivalent, launched the plain way.
+    ArgValue vals[kMaxArgs];
+    if (TE_LIKELY(plain_positional(*kernel, call, vals))) {
+      launch(kernel, options, grid, stream, vals, kernel->params.size());
+      return;
+    }
+  }
   uint32_t target = 0;
   if (call.nnamed == 0 && kernel->call_memo && cuda::api().ok &&
       g_call_memo_on.load(std::memory_order_relaxed)) {
@@ -616,6 +688,12 @@ const TuningResult* tuning_result_call(KernelState* kernel, const InternedOption
 
 int dry_run_call(KernelState* kernel, const InternedOptions* options, const CallArgs& call,
                  uint64_t* slots_out) {
+  if (kernel->layers.empty()) {
+    ArgValue vals[kMaxArgs];
+    if (TE_LIKELY(plain_positional(*kernel, call, vals))) {
+      return host_path_dry_run(kernel, options, vals, kernel->params.size(), slots_out);
+    }
+  }
   const uint32_t target = explicit_target_code();
   const bool memo = call.nnamed == 0 && kernel->call_memo && target != 0 &&
                     g_call_memo_on.load(std::memory_order_relaxed);

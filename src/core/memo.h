@@ -13,6 +13,8 @@
 #include <cstring>
 #include <memory>
 
+#include "core/word_hash.h"
+
 namespace triton_embed::detail {
 
 constexpr uint32_t kMemoWords = 32;
@@ -29,16 +31,7 @@ struct MemoKey {
       overflow = true;
     }
   }
-  uint64_t hash() const noexcept {
-    uint64_t h = 0x84222325CBF29CE4ull ^ n;
-    for (uint32_t i = 0; i < n; ++i) {
-      h ^= w[i];
-      h *= 0xBF58476D1CE4E5B9ull;
-      h ^= h >> 31;
-    }
-    h *= 0x94D049BB133111EBull;
-    return h ^ (h >> 29);
-  }
+  uint64_t hash() const noexcept { return hash_words(0x84222325CBF29CE4ull, w, n); }
 };
 
 class MemoTable {

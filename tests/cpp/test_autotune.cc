@@ -117,6 +117,70 @@ TEST_F(Autotune, NamedArgumentErrorsAreTypedAsInPython) {
   }
 }
 
+// A plain kernel's named launch binds by its own route (names to positions, then the
+// positional path); whatever it declines goes to the general binder. Both must agree with the
+// positional launch and with compile() on every call, good or bad.
+TEST_F(Autotune, NamedLaunchesOfAPlainKernelAgreeWithPositionalOnes) {
+  te::JitFunction scale("te_tune_kernels", "scale_kernel");
+  namespace tt = te::detail::testing;
+  uint64_t want[16] = {}, got[16] = {};
+  const int n = tt::dry_run(scale, want, at<float>(0x10000), at<float>(0x20000), 1000, 2.0, 128, "add");
+  ASSERT_GT(n, 0);
+  const te::CompiledKernel* kernel = tt::last_dry_run_kernel();
+  const auto same = [&](int m, const char* what) {
+    EXPECT_EQ(m, n) << what;
+    EXPECT_EQ(tt::last_dry_run_kernel(), kernel) << what;
+    for (int i = 0; i < n; ++i) EXPECT_EQ(got[i], want[i]) << what << ": slot " << i;
+    std::fill(std::begin(got), std::end(got), 0);
+  };
+  const std::string block_name = std::string("BL") + "OCK";
+  same(tt::dry_run(scale, got, at<float>(0x10000), at<float>(0x20000), 1000, 2.0, "BLOCK"_a = 128,
+                   "MODE"_a = "add"), "in order");
+  same(tt::dry_run(scale, got, at<float>(0x10000), at<float>(0x20000), 1000, 2.0, "MODE"_a = "add",
+                   "BLOCK"_a = 128), "reversed");
+  same(tt::dry_run(scale, got, "MODE"_a = "add", "n"_a = 1000, "x_ptr"_a = at<float>(0x10000),
+                   "BLOCK"_a = 128, "scale"_a = 2.0, "out_ptr"_a = at<float>(0x20000)),
+       "all named, shuffled");
+  // MODE's default, against the positional call that leaves it out too.
+  ASSERT_EQ(tt::dry_run(scale, want, at<float>(0x10000), at<float>(0x20000), 1000, 2.0, 128), n);
+  kernel = tt::last_dry_run_kernel();
+  same(tt::dry_run(scale, got, at<float>(0x10000), "scale"_a = 2.0, te::arg(block_name) = 128,
+                   "out_ptr"_a = at<float>(0x20000), "n"_a = 1000), "run-time name, default MODE");
+  // Each bad call raises what compile() raises, type and message.
+  const auto agree = [&](const char* what, auto&& via_compile, auto&& via_launch) {
+    std::string a = "no error", b = "no error";
+    const std::type_info* ta = nullptr;
+    const std::type_info* tb = nullptr;
+    try {
+      via_compile();
+    } catch (const std::exception& e) {
+      a = e.what();
+      ta = &typeid(e);
+    }
+    try {
+      via_launch();
+    } catch (const std::exception& e) {
+      b = e.what();
+      tb = &typeid(e);
+    }
+    EXPECT_NE(ta, nullptr) << what;
+    EXPECT_TRUE(ta != nullptr && tb != nullptr && *ta == *tb) << what << ": " << b;
+    EXPECT_EQ(b, a) << what;
+  };
+#define TE_AGREE(what, ...)                                                              \
+  agree(what, [&] { scale.compile(__VA_ARGS__); }, [&] { tt::dry_run(scale, got, __VA_ARGS__); })
+  TE_AGREE("unknown name", at<float>(0x10000), at<float>(0x20000), 10, 2.0, 128, "MOD"_a = "add");
+  TE_AGREE("by position and by name", at<float>(0x10000), at<float>(0x20000), 10, 2.0, 128, "n"_a = 5);
+  TE_AGREE("named twice", at<float>(0x10000), at<float>(0x20000), 10, "BLOCK"_a = 1, "BLOCK"_a = 2);
+  TE_AGREE("missing three", at<float>(0x10000), "n"_a = 10);
+  TE_AGREE("missing one", at<float>(0x10000), at<float>(0x20000), 10, 2.0, "MODE"_a = "add");
+  TE_AGREE("option by name", at<float>(0x10000), at<float>(0x20000), 10, 2.0, 64, "num_warps"_a = 8);
+  TE_AGREE("same length, other name", at<float>(0x10000), at<float>(0x20000), 10, 2.0, "BLOCX"_a = 64);
+  TE_AGREE("all positional and one named", at<float>(0x10000), at<float>(0x20000), 10, 2.0, 64,
+           "add", "MODE"_a = "add");
+#undef TE_AGREE
+}
+
 // ---- heuristics -----------------------------------------------------------------------------
 
 TEST_F(Autotune, HeuristicsGivePythonsValuesAndHash) {
