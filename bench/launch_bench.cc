@@ -4,8 +4,8 @@
 //                                  the same cubin and arguments, triton_embed with raw pointers
 //                                  and with at::Tensor, named arguments, @triton.heuristics and
 //                                  @triton.autotune kernels (after tuning), ops through the
-//                                  dispatcher, argument count and thread scaling, memory of the
-//                                  interpreter
+//                                  dispatcher, argument count, two TMA descriptors, thread
+//                                  scaling, memory of the interpreter
 //   launch_bench first-launch      one process up to its first launch (run by run.py with an
 //                                  empty and a warm Triton cache); prints a JSON line
 //   launch_bench host-path N       CPU only: the host path up to the driver call for cuda:90,
@@ -310,6 +310,43 @@ void layers_case(Json& out, const Driver& d, CUstream s, const float* xp, const 
   out.str("layers_autotune_best", tr->best.str);
 }
 
+// Two host tensor descriptors (TMA): ours, which checks each descriptor's cached CUtensorMap
+// and packs map, shape and strides per launch, against raw cuLaunchKernelEx with the maps
+// encoded once beforehand (the bytes our first launch encoded).
+void tma_case(Json& out, const Driver& d, CUstream s) {
+  constexpr int64_t M = 256, N = 64, BM = 64;
+  const at::Tensor x = at::rand({M, N}, at::kCUDA);
+  at::Tensor y = at::zeros({M, N}, at::kCUDA);
+  const te::TensorDescriptor src(x.data_ptr(), te::DType::fp32, {M, N}, {N, 1}, {BM, N});
+  const te::TensorDescriptor dst(y.data_ptr(), te::DType::fp32, {M, N}, {N, 1}, {BM, N});
+  const te::JitFunction fn("bench_kernels", "tma_copy");
+  const te::Stream ts = reinterpret_cast<te::Stream>(s);
+  const unsigned programs = static_cast<unsigned>(M / BM);
+  fn.launch({programs}, ts, src, dst, BM, N);
+  check(d.stream_synchronize(s), "cuStreamSynchronize");
+  if (!at::equal(x, y)) throw std::runtime_error("tma_copy: the copy differs from its source");
+  const RawKernel raw(d, fn.compile(src, dst, BM, N));
+  alignas(64) unsigned char map_src[128], map_dst[128];
+  std::memcpy(map_src, src.cache().map, sizeof(map_src));
+  std::memcpy(map_dst, dst.cache().map, sizeof(map_dst));
+  int32_t shape[2] = {static_cast<int32_t>(M), static_cast<int32_t>(N)};
+  int64_t strides[2] = {N, 1};
+  uint64_t scratch[2] = {0, 0};
+  // Per descriptor, as Triton's launcher: the map by value, the shape (i32), the strides (i64).
+  void* params[] = {map_src, &shape[0], &shape[1], &strides[0], &strides[1],
+                    map_dst, &shape[0], &shape[1], &strides[0], &strides[1],
+                    &scratch[0], &scratch[1]};
+  y.zero_();
+  raw.launch(d, programs, s, params);
+  check(d.stream_synchronize(s), "cuStreamSynchronize");
+  if (!at::equal(x, y)) throw std::runtime_error("tma_copy: the raw launch's copy differs");
+  const std::vector<double> t = per_call_us(
+      {[&] { raw.launch(d, programs, s, params); },
+       [&] { fn.launch({programs}, ts, src, dst, BM, N); }},
+      s, d);
+  out.num("tma_raw_us", t[0]).num("tma_ours_us", t[1]);
+}
+
 // Aggregate launches per second of `threads` threads, each on its own stream.
 double threads_rate(int threads, bool raw_path, const Driver& d, const RawKernel& raw,
                     const te::JitFunction& add, CUcontext ctx, const at::Tensor& x,
@@ -419,6 +456,7 @@ int run_gpu(const char* out_path) {
   args_case<4>(out, d, s);
   args_case<16>(out, d, s);
   args_case<32>(out, d, s);
+  tma_case(out, d, s);
 
   for (int t : {1, 2, 4, 8}) {
     out.num("threads" + std::to_string(t) + "_raw_launches_per_s",

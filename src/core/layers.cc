@@ -260,6 +260,8 @@ struct Walk {
   uint64_t* slots = nullptr;  // kDryRun
   int dry = 0;
   bool memo_ok = true;  // no layer did what the memo of whole calls cannot repeat
+  // Descriptors with the block shapes config pre-hooks set, for this call's launch.
+  std::vector<std::unique_ptr<TensorDescriptor>> hooked;
 };
 
 ArgValue heuristic_value(KernelState& k, Heuristic& h, const Frame& f) {
@@ -422,7 +424,22 @@ void walk(Walk& w, size_t li, Frame& f) {
     if (p >= 0 && f.given[p] != kAbsent && f.vals[p].kind == ArgKind::kPointer) w.memo_ok = false;
   }
   apply_choice(k, *c, f);
-  if (c->pre_hook && f.mode == FrameMode::kLaunch) run_config_pre_hook(k, t, *c, f);
+  if (c->pre_hook && f.mode == FrameMode::kLaunch) {
+    // A block shape the hook set applies to this launch, through a copy of the caller's
+    // descriptor (which stays as it is: it is taken by const reference).
+    for (HookedBlock& h : run_config_pre_hook(k, t, *c, f)) {
+      const auto& d = *static_cast<const TensorDescriptor*>(f.vals[h.param].ptr);
+      TE_CHECK(h.block.size() == static_cast<size_t>(d.rank()), ValueError)
+          << arg_where(k, h.param) << ": the autotune config's pre_hook set block_shape to "
+          << h.block.size() << " dimensions; the descriptor has rank " << d.rank();
+      auto copy = std::make_unique<TensorDescriptor>(d.base(), d.dtype(), d.rank(), d.shape(),
+                                                     d.strides(), h.block.data(), d.padding(),
+                                                     d.round_f32_to_tf32());
+      copy->set_arg_flags(d.arg_flags());
+      f.vals[h.param].ptr = copy.get();
+      w.hooked.push_back(std::move(copy));
+    }
+  }
   walk(w, li + 1, f);
 }
 

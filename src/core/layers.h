@@ -181,8 +181,16 @@ std::vector<const Choice*> pruned_choices(KernelState& k, TuneLayer& t, const Fr
 // The options `base` with option heuristic `h`'s value `v` set (slow path of the option memo).
 const InternedOptions* heuristic_options(KernelState& k, Heuristic& h, const InternedOptions* base,
                                          const ArgValue& v, const MemoKey& key, uint64_t hash);
-// Calls the chosen config's pre_hook as Autotuner.run does.
-void run_config_pre_hook(KernelState& k, const TuneLayer& t, const Choice& c, const Frame& f);
+// A descriptor argument whose block shape a config's pre_hook set (Python's pre-hooks assign
+// nargs["desc"].block_shape, as Triton's persistent matmul tutorial does).
+struct HookedBlock {
+  uint32_t param = 0;
+  std::vector<int64_t> block;
+};
+// Calls the chosen config's pre_hook as Autotuner.run does; returns the descriptor arguments
+// whose block_shape it changed.
+std::vector<HookedBlock> run_config_pre_hook(KernelState& k, const TuneLayer& t, const Choice& c,
+                                             const Frame& f);
 
 // ---- the layered call (src/core/layers.cc) ---------------------------------------------
 

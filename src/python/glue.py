@@ -607,6 +607,7 @@ def prune(tuner, args, kwargs):
 
 
 def run_config_pre_hook(config, args, arg_names, kwargs):
-    """Autotuner.run's call of the chosen config's pre_hook."""
+    """Autotuner.run's call of the chosen config's pre_hook; returns the arguments it saw."""
     full_nargs = {**dict(zip(arg_names, args)), **kwargs, **config.all_kwargs()}
     config.pre_hook(full_nargs)
+    return full_nargs

@@ -518,20 +518,40 @@ std::vector<const Choice*> pruned_choices(KernelState& k, TuneLayer& t, const Fr
   return out;
 }
 
-void run_config_pre_hook(KernelState& k, const TuneLayer& t, const Choice& c, const Frame& f) {
+std::vector<HookedBlock> run_config_pre_hook(KernelState& k, const TuneLayer& t, const Choice& c,
+                                             const Frame& f) {
   g_python_calls.fetch_add(1, std::memory_order_relaxed);
   py::ensure_runtime();
   py::InFlight in_flight;
   TE_CHECK(!py::closed(), PythonError) << full_name(k) << ": the Python interpreter has shut down";
   py::Gil gil;
+  std::vector<HookedBlock> hooked;
   try {
     auto [args, kwargs] = frame_args(k, f);
     pyb::handle tuner(static_cast<PyObject*>(t.py_tuner));
-    py::glue().attr("run_config_pre_hook")(pyb::handle(static_cast<PyObject*>(c.py_config)), args,
-                                           tuner.attr("arg_names"), kwargs);
+    pyb::dict nargs = py::glue().attr("run_config_pre_hook")(
+        pyb::handle(static_cast<PyObject*>(c.py_config)), args, tuner.attr("arg_names"), kwargs);
+    // The hook sees descriptors as Python objects made for it: what it did to their block
+    // shapes comes back to the launch here.
+    for (uint32_t p = 0; p < f.np; ++p) {
+      if (f.given[p] == kAbsent || f.vals[p].kind != ArgKind::kTensorDesc) continue;
+      const auto& d = *static_cast<const TensorDescriptor*>(f.vals[p].ptr);
+      pyb::object obj = nargs[pyb::str(k.params[p].name)];
+      HookedBlock h;
+      h.param = p;
+      for (pyb::handle b : obj.attr("block_shape")) h.block.push_back(b.cast<int64_t>());
+      if (h.block.size() != static_cast<size_t>(d.rank()) ||
+          !std::equal(h.block.begin(), h.block.end(), d.block_shape())) {
+        hooked.push_back(std::move(h));
+      }
+    }
   } catch (pyb::error_already_set& e) {
     throw_python(k, "the autotune config's pre_hook", e);
+  } catch (const pyb::cast_error& e) {
+    TE_THROW(TypeError) << full_name(k) << ": the autotune config's pre_hook set a descriptor's "
+                        << "block_shape to something other than a list of ints (" << e.what() << ")";
   }
+  return hooked;
 }
 
 }  // namespace detail

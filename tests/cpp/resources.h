@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 
 namespace te_test {
 
@@ -25,6 +26,14 @@ inline constexpr bool kSanitized = false;
 #endif
 
 constexpr int64_t kMiB = int64_t{1} << 20;
+
+// Whether a CUDA tool (compute-sanitizer, a profiler) is injected into this process: it holds
+// host and device memory of its own that grows with the launches it watches, so resident and
+// device memory levels say nothing about ours there.
+inline bool under_cuda_tool() {
+  const char* v = std::getenv("CUDA_INJECTION64_PATH");
+  return v != nullptr && *v != '\0';
+}
 
 // Resident set size in bytes (/proc/self/statm), after malloc has given its free pages back
 // to the system; -1 when it cannot be read. Not under a sanitizer (see above).

@@ -2,7 +2,9 @@
 // Python's warmup compiles for the same descriptors (cuda:90, where Triton uses TMA, and
 // cuda:80, where it passes base, shape and strides), Triton's checks, the parameters packed
 // and the cuTensorMapEncodeTiled call (through a testing hook) with its cache. On a GPU
-// (skipped without one): a persistent TMA matmul launched from C++ equals Python's launch.
+// (skipped without one): a persistent TMA matmul, a kernel that makes its descriptors on the
+// device and an autotuned kernel whose config pre-hooks set the block shapes, each launched
+// from C++ bitwise equal to Python's launch.
 
 #include <cstring>
 #include <string>
@@ -34,7 +36,7 @@ class Tma : public ::testing::Test {
     te::set_target(te::Target::parse("cuda:90"));
     te_test::Gil gil;
     te_test::install_python_helpers();
-    te_test::exec("from te_helpers import desc\n");
+    te_test::exec("from te_helpers import desc, P\n");
   }
   void TearDown() override {
     tt::set_tensor_map_encoder(nullptr);
@@ -139,6 +141,17 @@ TEST_F(Tma, PersistentMatmulAndScalarBesideDescriptorsMatchPython) {
                                 D(0x20000, te::DType::bf16, {64, 64}, {64, 1}, {16, 32}), 1.5, 16, 32);
   EXPECT_EQ(s.hash(), python_hash("tma_scale_2d", "(desc(0x10000, 'bfloat16', [64, 64], [64, 1], [16, 32]), "
                                                   "desc(0x20000, 'bfloat16', [64, 64], [64, 1], [16, 32]), 1.5, 16, 32)"));
+}
+
+TEST_F(Tma, DeviceMadeDescriptorsCompileAsPythonsAndAskForScratch) {
+  te::JitFunction scale("te_tma_kernels", "device_desc_scale");
+  const te::Pointer s(0x10000, te::DType::fp16), d(0x20000, te::DType::fp16);
+  const te::CompiledKernel& k = scale.compile(s, d, 256, 192, 0.75, 64, 64);
+  EXPECT_EQ(k.hash(), python_hash("device_desc_scale",
+                                  "(P(0x10000, 'float16'), P(0x20000, 'float16'), 256, 192, 0.75, 64, 64)"));
+  // Two 128-byte CUtensorMaps per program, 128-byte aligned, from the scratch allocator.
+  EXPECT_EQ(k.global_scratch_size(), 256u);
+  EXPECT_EQ(k.global_scratch_align(), 128u);
 }
 
 TEST_F(Tma, RoundF32ToTf32NeedsTriton38) {
@@ -501,6 +514,113 @@ TEST_F(TmaGpu, RepeatedLaunchesReuseTheEncodedMaps) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(got.data(), dst.ptr, got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(got, h);
+}
+
+// Python's launches need memory for on-device descriptors (triton.set_allocator) and the
+// autotuner's benchmark needs torch: both are set up once.
+void python_launch_setup() {
+  te_test::Gil gil;
+  te_test::exec(
+      "import torch, triton\n"
+      "triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, "
+      "device='cuda'))\n"
+      "from te_helpers import P\n");
+}
+
+TEST_F(TmaGpu, DeviceMadeDescriptorsAreBitwisePythons) {
+  python_launch_setup();
+  const int64_t M = 256, N = 192, BM = 64, BN = 64;
+  std::vector<uint16_t> h(M * N);
+  for (int64_t i = 0; i < M * N; ++i) {
+    uint16_t v = 0;
+    tt::half_bits(static_cast<float>((i * 29) % 23) / 7.0f - 1.5f, &v);
+    h[i] = v;
+  }
+  Buffer<uint16_t> src(M * N), dst(M * N), dst_py(M * N);
+  ASSERT_EQ(cudaMemcpy(src.ptr, h.data(), h.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  te::JitFunction scale("te_tma_kernels", "device_desc_scale");
+  const te::Pointer s(src.addr(), te::DType::fp16), d(dst.addr(), te::DType::fp16);
+  // The CUtensorMaps are made by the kernel in global scratch memory, from the allocator.
+  const te::CompiledKernel& k = scale.compile(s, d, M, N, 0.75, BM, BN);
+  EXPECT_GT(k.global_scratch_size(), 0u);
+  scale.launch({M / BM, N / BN}, nullptr, s, d, M, N, 0.75, BM, BN);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::string py_hash;
+  {
+    te_test::Gil gil;
+    char code[512];
+    std::snprintf(code, sizeof(code),
+                  "_ck = te_tma_kernels.device_desc_scale[(%lld, %lld)](P(%llu, 'float16'), "
+                  "P(%llu, 'float16'), %lld, %lld, 0.75, %lld, %lld)\n"
+                  "torch.cuda.synchronize()\n",
+                  (long long)(M / BM), (long long)(N / BN), (unsigned long long)src.addr(),
+                  (unsigned long long)dst_py.addr(), (long long)M, (long long)N, (long long)BM,
+                  (long long)BN);
+    te_test::exec(code);
+    py_hash = te_test::eval("_ck.hash").cast<std::string>();
+  }
+  EXPECT_EQ(k.hash(), py_hash);
+  std::vector<uint16_t> got(M * N), want(M * N);
+  ASSERT_EQ(cudaMemcpy(got.data(), dst.ptr, got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(want.data(), dst_py.ptr, want.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 2), 0);
+  size_t nonzero = 0;
+  for (uint16_t v : got) nonzero += v != 0;
+  EXPECT_GT(nonzero, got.size() / 2);
+}
+
+TEST_F(TmaGpu, AutotunedKernelWhosePreHooksSetTheBlockShapes) {
+  python_launch_setup();
+  const int64_t M = 512, N = 256;
+  std::vector<float> h(M * N);
+  for (int64_t i = 0; i < M * N; ++i) h[i] = static_cast<float>((i * 13) % 101) - 50.0f;
+  Buffer<float> src(M * N), dst(M * N), dst_py(M * N);
+  ASSERT_EQ(cudaMemcpy(src.ptr, h.data(), h.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  // Placeholder block shapes, as in Triton's tutorial: each config's pre-hook sets its own.
+  te::TensorDescriptor ds(src.addr(), te::DType::fp32, {M, N}, {N, 1}, {1, 1});
+  te::TensorDescriptor dd(dst.addr(), te::DType::fp32, {M, N}, {N, 1}, {1, 1});
+  te::JitFunction tuned("te_tma_kernels", "tuned_tma_scale");
+  const auto grid = [&](const te::Meta& m) {
+    return te::Grid(te::cdiv(M, m["BLOCK_M"]), te::cdiv(N, m["BLOCK_N"]));
+  };
+  tuned.launch(grid, nullptr, ds, dd, M, N, 2.0);  // tunes (three configs), then launches
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> got(M * N);
+  ASSERT_EQ(cudaMemcpy(got.data(), dst.ptr, got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int64_t i = 0; i < M * N; ++i) ASSERT_EQ(got[i], 2.0f * h[i]) << i;
+  // The caller's descriptors are taken by const reference: the hook's block shape applied to
+  // the launch only.
+  EXPECT_EQ(ds.block_shape()[0], 1);
+  EXPECT_EQ(dd.block_shape()[1], 1);
+  const te::TuningResult* r = tuned.tuning_result(ds, dd, M, N, 2.0);
+  ASSERT_NE(r, nullptr);
+  EXPECT_TRUE(r->best.has_pre_hook);
+  EXPECT_EQ(r->timings.size(), 3u);
+  // Again, from the memo: the hook runs (as in Python, on every launch) and the output holds.
+  ASSERT_EQ(cudaMemset(dst.ptr, 0, M * N * 4), cudaSuccess);
+  tuned.launch(grid, nullptr, ds, dd, M, N, 2.0);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(got.data(), dst.ptr, got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int64_t i = 0; i < M * N; ++i) ASSERT_EQ(got[i], 2.0f * h[i]) << i;
+  // Python's launch of the same key uses the same autotuner's choice; outputs are bitwise equal.
+  {
+    te_test::Gil gil;
+    char code[768];
+    std::snprintf(code, sizeof(code),
+                  "_k = te_tma_kernels.tuned_tma_scale\n"
+                  "_k[lambda m: (triton.cdiv(%lld, m['BLOCK_M']), triton.cdiv(%lld, m['BLOCK_N']))](\n"
+                  "    desc(%llu, 'float32', [%lld, %lld], [%lld, 1], [1, 1]),\n"
+                  "    desc(%llu, 'float32', [%lld, %lld], [%lld, 1], [1, 1]), %lld, %lld, 2.0)\n"
+                  "torch.cuda.synchronize()\n",
+                  (long long)M, (long long)N, (unsigned long long)src.addr(), (long long)M,
+                  (long long)N, (long long)N, (unsigned long long)dst_py.addr(), (long long)M,
+                  (long long)N, (long long)N, (long long)M, (long long)N);
+    te_test::exec(code);
+    EXPECT_EQ(te_test::eval("str(_k.best_config)").cast<std::string>(), r->best.str);
+  }
+  std::vector<float> want(M * N);
+  ASSERT_EQ(cudaMemcpy(want.data(), dst_py.ptr, want.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0);
 }
 
 #endif  // TE_HAVE_CUDART

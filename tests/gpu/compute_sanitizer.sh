@@ -10,10 +10,14 @@
 # OUT_DIR and OUT_DIR/summary.txt: each run's exit status, compute-sanitizer's error summary
 # and every CUDA API error it reported. A clean run has no errors but the API errors a test
 # provokes on purpose ($PROVOKED: test_gpu's Gpu.ClustersPdlAndCooperativeLaunches asks for a
-# cooperative grid too large to be co-resident and checks the CudaError).
+# cooperative grid too large to be co-resident; test_faults' FaultsGpu loads a cubin built for
+# another architecture, repeatedly, and asks the default scratch allocator for more memory
+# than the device has; each checks the CudaError).
 #
 # $COMPUTE_SANITIZER overrides /usr/local/cuda/bin/compute-sanitizer; $TESTS the suites
-# (default "test_gpu test_torch test_autotune"). Exits 1 when a test fails or a run reports
+# (default "test_gpu test_torch test_autotune test_tma test_faults test_soak"). The soak tests
+# run 20,000 launches here (TRITON_EMBED_SOAK_LAUNCHES, TRITON_EMBED_TORCH_SOAK_LAUNCHES) and do
+# not check memory levels, which the injected tool's own memory moves. Exits 1 when a test fails or a run reports
 # an error that was not provoked on purpose.
 set -uo pipefail
 
@@ -21,8 +25,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${1:?usage: $0 OUT_DIR}"
 BUILD="${BUILD_DIR:-/tmp/build}"
 CS="${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}"
-TESTS="${TESTS:-test_gpu test_torch test_autotune}"
-PROVOKED="${PROVOKED:-CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE .* on CUDA API call to cuLaunchKernelEx}"
+TESTS="${TESTS:-test_gpu test_torch test_autotune test_tma test_faults test_soak}"
+PROVOKED="${PROVOKED:-CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE .* on CUDA API call to cuLaunchKernelEx|CUDA_ERROR_NO_BINARY_FOR_GPU .* on CUDA API call to cuModuleLoadData|CUDA_ERROR_OUT_OF_MEMORY .* on CUDA API call to cuMemAllocAsync}"
+export TRITON_EMBED_SOAK_LAUNCHES="${TRITON_EMBED_SOAK_LAUNCHES:-20000}"
+export TRITON_EMBED_TORCH_SOAK_LAUNCHES="${TRITON_EMBED_TORCH_SOAK_LAUNCHES:-20000}"
 mkdir -p "$OUT" && OUT="$(cd "$OUT" && pwd)"
 [[ -x "$CS" ]] || { echo "compute-sanitizer not found at $CS" >&2; exit 2; }
 
@@ -60,7 +66,7 @@ run() {
   if [[ "$tool" == plain ]]; then
     timeout 1200 "$exe" >"$log" 2>&1 || rc=$?
   else
-    timeout 1800 "$CS" --tool "$tool" --error-exitcode 86 "$exe" >"$log" 2>&1 || rc=$?
+    timeout 1800 "$CS" --tool "$tool" --error-exitcode 86 --print-limit 100000 "$exe" >"$log" 2>&1 || rc=$?
   fi
   # compute-sanitizer exits 86 on errors: a pass when every error is one provoked on purpose
   # and every test passed.
@@ -68,7 +74,7 @@ run() {
   if [[ $rc -eq 86 ]]; then
     local errors provoked
     errors="$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log")"
-    provoked="$(grep -cE "Program hit $PROVOKED" "$log")"
+    provoked="$(grep -cE "Program hit ($PROVOKED)" "$log")"
     if [[ "$errors" == "$provoked" ]] && grep -q "^\[  PASSED  \]" "$log" &&
        ! grep -q "^\[  FAILED  \]" "$log"; then
       verdict="ok ($provoked error(s), all provoked on purpose)"

@@ -1,5 +1,6 @@
 """Kernels that take host-side tensor descriptors (triton.tools.tensor_descriptor), used by
-tests/cpp/test_tma.cc: copies of rank 1 to 3 and a persistent TMA matmul."""
+tests/cpp/test_tma.cc: copies of rank 1 to 3, a persistent TMA matmul, an autotuned kernel whose
+configs' pre-hooks set the block shapes, and a kernel that makes its descriptors on the device."""
 
 import triton
 import triton.language as tl
@@ -53,3 +54,40 @@ def tma_persistent_matmul(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr
             b = b_desc.load([kt * BLOCK_K, on])
             acc = tl.dot(a, b, acc)
         c_desc.store([om, on], acc.to(c_desc.dtype))
+
+
+@triton.jit
+def device_desc_scale(src_ptr, dst_ptr, M, N, alpha, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """dst = src * alpha through descriptors made on the device (tl.make_tensor_descriptor),
+    whose CUtensorMaps live in the global scratch memory each launch allocates."""
+    src = tl.make_tensor_descriptor(src_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK_M, BLOCK_N])
+    dst = tl.make_tensor_descriptor(dst_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK_M, BLOCK_N])
+    om = tl.program_id(0) * BLOCK_M
+    on = tl.program_id(1) * BLOCK_N
+    tile = src.load([om, on])
+    dst.store([om, on], (tile * alpha).to(tile.dtype))
+
+
+def _block_shapes_from_config(nargs):
+    """A config pre-hook as in Triton's persistent matmul tutorial: the descriptors' block
+    shapes follow the config's tile sizes."""
+    nargs["src"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_N"]]
+    nargs["dst"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_N"]]
+
+
+@triton.autotune(
+    configs=[
+        triton.Config({"BLOCK_M": 32, "BLOCK_N": 32}, num_warps=4, pre_hook=_block_shapes_from_config),
+        triton.Config({"BLOCK_M": 64, "BLOCK_N": 64}, num_warps=4, pre_hook=_block_shapes_from_config),
+        triton.Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=8, pre_hook=_block_shapes_from_config),
+    ],
+    key=["M", "N"],
+)
+@triton.jit
+def tuned_tma_scale(src, dst, M, N, alpha, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """dst = src * alpha, tile by tile, with host descriptors whose block shapes each config's
+    pre-hook sets (the caller's block shape is a placeholder)."""
+    om = tl.program_id(0) * BLOCK_M
+    on = tl.program_id(1) * BLOCK_N
+    tile = src.load([om, on])
+    dst.store([om, on], (tile * alpha).to(tile.dtype))
