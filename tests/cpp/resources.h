@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 
 namespace te_test {
 
@@ -27,12 +29,26 @@ inline constexpr bool kSanitized = false;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 
-// Whether a CUDA tool (compute-sanitizer, a profiler) is injected into this process: it holds
-// host and device memory of its own that grows with the launches it watches, so resident and
-// device memory levels say nothing about ours there.
+// Whether a CUDA tool (compute-sanitizer; a profiler) is injected into this process: it keeps
+// host memory of its own that grows with the launches it watches, so the resident size says
+// nothing about ours there. Seen by its libraries in our address space (compute-sanitizer
+// does not leave CUDA_INJECTION64_PATH set in the process).
 inline bool under_cuda_tool() {
-  const char* v = std::getenv("CUDA_INJECTION64_PATH");
-  return v != nullptr && *v != '\0';
+  static const bool injected = [] {
+    const char* v = std::getenv("CUDA_INJECTION64_PATH");
+    if (v != nullptr && *v != '\0') return true;
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+      if (line.find("sanitizer-collection") != std::string::npos ||
+          line.find("/compute-sanitizer/") != std::string::npos ||
+          line.find("ToolsInjection") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  }();
+  return injected;
 }
 
 // Resident set size in bytes (/proc/self/statm), after malloc has given its free pages back

@@ -16,8 +16,8 @@
 #
 # $COMPUTE_SANITIZER overrides /usr/local/cuda/bin/compute-sanitizer; $TESTS the suites
 # (default "test_gpu test_torch test_autotune test_tma test_faults test_soak"). The soak tests
-# run 20,000 launches here (TRITON_EMBED_SOAK_LAUNCHES, TRITON_EMBED_TORCH_SOAK_LAUNCHES) and do
-# not check memory levels, which the injected tool's own memory moves. Exits 1 when a test fails or a run reports
+# run 20,000 launches here (TRITON_EMBED_SOAK_LAUNCHES, TRITON_EMBED_TORCH_SOAK_LAUNCHES) and
+# check device memory but not the resident size, which the injected tool's own records grow. Exits 1 when a test fails or a run reports
 # an error that was not provoked on purpose.
 set -uo pipefail
 
