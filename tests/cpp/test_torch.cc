@@ -217,6 +217,49 @@ TEST(TorchLaunch, GpuUsesTorchsCurrentStream) {
   EXPECT_TRUE(at::equal(out, x + y));
 }
 
+// Two GPUs (skipped with fewer): a launch runs on its tensors' device, whatever the current
+// device, from threads that alternate devices; tensors on two GPUs in one launch are refused.
+TEST(TorchLaunch, TwoGpusTensorsDeviceAndMixedDevices) {
+  if (!have_gpu() || torch::cuda::device_count() < 2) GTEST_SKIP() << "needs two GPUs";
+  const int64_t n = 1 << 16;
+  const at::Device d0(at::kCUDA, 0), d1(at::kCUDA, 1);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  at::Tensor x1 = at::rand({n}, d1), y1 = at::rand({n}, d1), out1 = at::empty({n}, d1);
+  te::launch(add_kernel(), {te::cdiv(n, 1024)}, x1, y1, out1, n, 1024);  // current: GPU 0
+  int current = -1;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 0);
+  c10::cuda::getCurrentCUDAStream(1).synchronize();
+  EXPECT_TRUE(at::equal(out1, x1 + y1));
+  at::Tensor x0 = at::rand({n}, d0), out0 = at::empty({n}, d0);
+  try {
+    te::launch(add_kernel(), {te::cdiv(n, 1024)}, x0, y1, out0, n, 1024);
+    ADD_FAILURE() << "expected ValueError";
+  } catch (const te::ValueError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("is on cuda:1, but argument #0 'x_ptr' is on cuda:0; all tensors of a "
+                     "launch must be on one device"),
+              std::string::npos)
+        << m;
+  }
+  // 4 threads, each alternating its launches between the GPUs; every result checked.
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        const at::Device d = (i + t) % 2 == 0 ? d0 : d1;
+        at::Tensor a = at::full({n}, static_cast<float>(i), d), b = at::full({n}, 1.0f, d);
+        at::Tensor o = at::empty({n}, d);
+        te::launch(add_kernel(), {te::cdiv(n, 1024)}, a, b, o, n, 1024);
+        if (!at::equal(o.cpu(), at::full({n}, static_cast<float>(i) + 1.0f))) ++wrong;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
 TEST(TorchLaunch, CachedTensorLaunchesDoNotAllocate) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU";
   const int64_t n = 4096;
