@@ -46,8 +46,14 @@ struct alignas(64) TensorMapCache {
   static constexpr int kInputWords = 24;
   unsigned char map[128];           //!< the CUtensorMap (128 bytes, 64-byte aligned)
   uint64_t input[kInputWords];      //!< the encoding's inputs (src/core/tensor_map.cc)
+  const void* layout = nullptr;     //!< the kernel's descriptor layout it was last packed for
+  uint64_t version = 0;             //!< the descriptor's version() then
   bool valid = false;
   std::atomic<bool> busy{false};
+  //! The descriptor's version() whose fields passed Triton's checks, and the specialisation
+  //! word they gave (src/core/tensor_map.cc: check_descriptor).
+  std::atomic<uint64_t> checked_version{~uint64_t{0}};
+  std::atomic<uint32_t> checked_word{0};
 };
 
 /*! How a tensor type becomes a descriptor (specialised by the torch layer for at::Tensor). */
@@ -120,14 +126,26 @@ class TRITON_EMBED_API TensorDescriptor {
   Padding padding() const noexcept { return padding_; }
   bool round_f32_to_tf32() const noexcept { return tf32_; }
 
-  void set_base(uint64_t base) noexcept { base_ = base; }
-  void set_base(const volatile void* base) noexcept { base_ = reinterpret_cast<uintptr_t>(base); }
+  void set_base(uint64_t base) noexcept {
+    base_ = base;
+    ++version_;
+  }
+  void set_base(const volatile void* base) noexcept { set_base(reinterpret_cast<uintptr_t>(base)); }
   /*! \brief Replaces the shape and strides (same rank). */
   void set_shape(Dims shape, Dims strides);
   /*! \brief Replaces the block shape (same rank), as Python's autotune pre-hooks do. */
   void set_block_shape(Dims block_shape);
-  void set_padding(Padding p) noexcept { padding_ = p; }
-  void set_round_f32_to_tf32(bool v) noexcept { tf32_ = v; }
+  void set_padding(Padding p) noexcept {
+    padding_ = p;
+    ++version_;
+  }
+  void set_round_f32_to_tf32(bool v) noexcept {
+    tf32_ = v;
+    ++version_;
+  }
+  /*! Internal: changes with every change of the fields (what a launch's checks and cached
+   *  encoding of this descriptor are keyed on). */
+  uint64_t version() const noexcept { return version_; }
   /*! Internal: ArgValue flags (\c detail::kArgFromTensor, \c detail::kArgHostMemory). */
   uint8_t arg_flags() const noexcept { return flags_; }
   void set_arg_flags(uint8_t f) noexcept { flags_ = f; }
@@ -147,6 +165,7 @@ class TRITON_EMBED_API TensorDescriptor {
   int64_t shape_[kMaxRank] = {};
   int64_t strides_[kMaxRank] = {};
   int64_t block_[kMaxRank] = {};
+  uint64_t version_ = 0;
   mutable detail::TensorMapCache cache_;
 };
 

@@ -252,6 +252,47 @@ TEST_F(Tma, TmaTargetPacksTheEncodedMapThenShapeAndStrides) {
   EXPECT_EQ(g_hook_calls, 6);
 }
 
+// A launch checks a descriptor's fields and reuses its encoded map only while they are the
+// ones it checked and encoded: every setter (and assignment) makes the next launch look again.
+TEST_F(Tma, ChangedFieldsAreCheckedAndEncodedAgain) {
+  tt::set_tensor_map_encoder(&fake_encoder);
+  g_hook_calls = 0;
+  te::JitFunction copy2("te_tma_kernels", "tma_copy_2d");
+  auto src = D(0x30000, te::DType::fp16, {128, 64}, {64, 1}, {32, 32});
+  auto dst = D(0x50000, te::DType::fp16, {128, 64}, {64, 1}, {32, 32});
+  uint64_t slots[64];
+  tt::dry_run(copy2, slots, src, dst, 32, 32);
+  ASSERT_EQ(g_hook_calls, 2);
+  const auto expect_value_error = [&](const char* rule) {
+    try {
+      tt::dry_run(copy2, slots, src, dst, 32, 32);
+      ADD_FAILURE() << "expected ValueError: " << rule;
+    } catch (const te::ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find(rule), std::string::npos) << e.what();
+    }
+  };
+  src.set_base(uint64_t{0x30008});
+  expect_value_error("is not 16-byte aligned");
+  src.set_base(uint64_t{0x30000});  // the fields it had: checked again, the map still current
+  ASSERT_EQ(tt::dry_run(copy2, slots, src, dst, 32, 32), 10);
+  EXPECT_EQ(g_hook_calls, 2);
+  src.set_shape({128, 64}, {60, 1});
+  expect_value_error("is not a multiple of 16 bytes");
+  src = D(0x30000, te::DType::fp16, {128, 64}, {64, 1}, {32, 32});
+  ASSERT_EQ(tt::dry_run(copy2, slots, src, dst, 32, 32), 10);
+  EXPECT_EQ(g_hook_calls, 2);
+  src = D(0x30000, te::DType::i8, {128, 64}, {64, 1}, {32, 32}, te::Padding::kZero);
+  src.set_padding(te::Padding::kNan);
+  expect_value_error("NaN padding needs a floating-point element type");
+  src = D(0x90000, te::DType::fp16, {128, 64}, {64, 1}, {32, 32});
+  ASSERT_EQ(tt::dry_run(copy2, slots, src, dst, 32, 32), 10);  // assigned: a new base, encoded
+  EXPECT_EQ(g_hook_calls, 3);
+  EXPECT_EQ(g_last_call.address, 0x90000u);
+  // Block shapes are part of the specialisation: checked at the next launch.
+  dst.set_block_shape({32, 24});
+  expect_value_error("is not a power of 2");
+}
+
 TEST_F(Tma, Fp32Tf32AndIntegerElementTypesOnEncoding) {
   tt::set_tensor_map_encoder(&fake_encoder);
   te::JitFunction copy1("te_tma_kernels", "tma_copy_1d");
