@@ -13,13 +13,16 @@
 //
 // Times are host times per launch: the median over batches of back-to-back launches, with a
 // stream synchronisation between batches (not timed) and warm-up launches first. Paths that
-// are compared are measured interleaved, batch by batch.
+// are compared are measured interleaved, batch by batch. Each target row is also measured on
+// its own as a pair (paired(): its path against its raw floor, alternating, the median of the
+// per-round ratios): the targets are judged on these. The measuring thread stays on one CPU.
 
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda.h>
 #include <dlfcn.h>
+#include <sched.h>
 #include <torch/cuda.h>
 
 #include <algorithm>
@@ -138,6 +141,7 @@ std::vector<double> per_call_us(const std::vector<std::function<void()>>& fs, CU
   return medians;
 }
 
+
 long rss_kib() {
   std::ifstream f("/proc/self/status");
   std::string line;
@@ -175,6 +179,51 @@ struct Json {
   std::string str() const { return os.str() + "}"; }
 };
 
+// One target row measured on its own: `raw` and `ours` alternate batch by batch (ABBA: the
+// order flips every round, so neither always follows the other), and each round's ratio is
+// ours / raw of its two adjacent batches, so slow drifts of the machine cancel within a round.
+// Writes pair_<name>_ratio (median of the rounds' ratios), _p25 and _p75 (the quartiles), and
+// _raw_us / _ours_us (medians of the batches).
+constexpr int kPairRounds = 300;
+
+void paired(Json& out, const std::string& name, const std::function<void()>& raw,
+            const std::function<void()>& ours, CUstream s, const Driver& d) {
+  for (int i = 0; i < kWarmup; ++i) raw();
+  for (int i = 0; i < kWarmup; ++i) ours();
+  check(d.stream_synchronize(s), "cuStreamSynchronize");
+  auto batch = [&](const std::function<void()>& f) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < kPerBatch; ++i) f();
+    const double us = seconds_since(t0) * 1e6 / kPerBatch;
+    check(d.stream_synchronize(s), "cuStreamSynchronize");
+    return us;
+  };
+  std::vector<double> ratios, raws, ourss;
+  for (int round = 0; round < kPairRounds; ++round) {
+    double r = 0, o = 0;
+    if (round % 2 == 0) {
+      r = batch(raw);
+      o = batch(ours);
+    } else {
+      o = batch(ours);
+      r = batch(raw);
+    }
+    ratios.push_back(o / r);
+    raws.push_back(r);
+    ourss.push_back(o);
+  }
+  auto quantile = [](std::vector<double> v, double q) {
+    std::sort(v.begin(), v.end());
+    return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+  };
+  const std::string p = "pair_" + name;
+  out.num(p + "_ratio", quantile(ratios, 0.5))
+      .num(p + "_p25", quantile(ratios, 0.25))
+      .num(p + "_p75", quantile(ratios, 0.75))
+      .num(p + "_raw_us", quantile(raws, 0.5))
+      .num(p + "_ours_us", quantile(ourss, 0.5));
+}
+
 // ---- gpu ----------------------------------------------------------------------------------
 
 template <size_t N>
@@ -203,6 +252,7 @@ void args_case(Json& out, const Driver& d, CUstream s) {
       per_call_us({[&] { raw.launch(d, 1, s, params.data()); }, ours}, s, d);
   const double r = t[0], o = t[1];
   out.num("args" + std::to_string(N) + "_raw_us", r).num("args" + std::to_string(N) + "_ours_us", o);
+  if (N == 32) paired(out, "args32", [&] { raw.launch(d, 1, s, params.data()); }, ours, s, d);
 }
 
 // The value of meta-parameter `name` in a tuned configuration (Python's repr of an int).
@@ -307,6 +357,16 @@ void layers_case(Json& out, const Driver& d, CUstream s, const float* xp, const 
   out.num("layers_heuristics_raw_us", t[3]).num("layers_heuristics_us", t[4]);
   out.num("layers_autotune_raw_us", t[5]).num("layers_autotune_us", t[6]);
   out.num("layers_autotune_fixed_grid_us", t[7]);
+  paired(out, "named", [&] { raw_add.launch(d, 4, s, params); },
+         [&] { add.launch({4}, ts, xp, yp, op, "n_elements"_a = kN, "BLOCK"_a = kBlock); }, s, d);
+  paired(out, "named_vs_positional", [&] { add.launch({4}, ts, xp, yp, op, kN, kBlock); },
+         [&] { add.launch({4}, ts, xp, yp, op, "n_elements"_a = kN, "BLOCK"_a = kBlock); }, s, d);
+  paired(out, "heuristics", [&] { raw_heur.launch(d, 4, s, params); },
+         [&] { heur.launch({4}, ts, xp, yp, op, kN, kBlock); }, s, d);
+  paired(out, "autotune", [&] { raw_tuned.launch(d, tuned_programs, s, params); },
+         [&] { tuned.launch(tuned_grid, ts, xp, yp, op, kN); }, s, d);
+  paired(out, "autotune_fixed_grid", [&] { raw_tuned.launch(d, tuned_programs, s, params); },
+         [&] { tuned.launch({tuned_programs}, ts, xp, yp, op, kN); }, s, d);
   out.str("layers_autotune_best", tr->best.str);
 }
 
@@ -345,6 +405,8 @@ void tma_case(Json& out, const Driver& d, CUstream s) {
        [&] { fn.launch({programs}, ts, src, dst, BM, N); }},
       s, d);
   out.num("tma_raw_us", t[0]).num("tma_ours_us", t[1]);
+  paired(out, "tma", [&] { raw.launch(d, programs, s, params); },
+         [&] { fn.launch({programs}, ts, src, dst, BM, N); }, s, d);
 }
 
 // Aggregate launches per second of `threads` threads, each on its own stream.
@@ -403,6 +465,18 @@ void init() {
 
 int run_gpu(const char* out_path) {
   Json out;
+  // One core for the whole run: the paths compared never differ by where the scheduler put
+  // them (the thread-scaling rows below start their own threads, unpinned).
+  cpu_set_t all_cpus;
+  const bool have_mask = sched_getaffinity(0, sizeof(all_cpus), &all_cpus) == 0;
+  const int cpu = sched_getcpu();
+  if (have_mask && cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) == 0) out.num("pinned_cpu", cpu);
+  }
+  out.num("pair_rounds", kPairRounds);
   const long rss0 = rss_kib();
   init();
   const te::JitFunction add("pykernels.vector", "add_kernel");
@@ -441,6 +515,10 @@ int run_gpu(const char* out_path) {
       s, d);
   out.num("raw_us", t[0]).num("ours_pointers_us", t[1]).num("ours_tensors_us", t[2]);
   out.num("op_triton_embed_add_us", t[3]).num("op_at_add_us", t[4]);
+  paired(out, "pointers", [&] { raw.launch(d, 4, s, params); },
+         [&] { add.launch({4}, ts, xp, yp, op, kN, kBlock); }, s, d);
+  paired(out, "tensors", [&] { raw.launch(d, 4, s, params); },
+         [&] { te::launch(add, {4}, x, y, o, kN, kBlock); }, s, d);
   // A second handle to the same kernel: its first launch is an in-memory cache hit.
   {
     const te::JitFunction again("pykernels.vector", "add_kernel");
@@ -458,6 +536,8 @@ int run_gpu(const char* out_path) {
   args_case<32>(out, d, s);
   tma_case(out, d, s);
 
+  // Threads inherit the caller's mask: give the scaling rows every CPU again.
+  if (have_mask) sched_setaffinity(0, sizeof(all_cpus), &all_cpus);
   for (int t : {1, 2, 4, 8}) {
     out.num("threads" + std::to_string(t) + "_raw_launches_per_s",
             threads_rate(t, true, d, raw, add, ctx, x, y, o));

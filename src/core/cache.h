@@ -59,35 +59,51 @@ struct TmaMeta {
   bool fp4_padded = false;
 };
 
-struct Entry {
+// The fields a cache hit reads come first, in the entry's first three cache lines (header and
+// launch constants, the key when it is short, the first loaded functions): after the driver's
+// launch call has evicted them from the nearest caches, a hit brings back as few lines as it
+// can.
+constexpr uint32_t kInlineKeyWords = 8;
+
+struct alignas(64) Entry {
+  // ---- line 0: identity and launch constants ----
+  uint64_t hash = 0;
   uint32_t target = 0;
   uint32_t options = 0;
-  uint64_t hash = 0;
-  std::vector<uint64_t> key_words;
-
-  std::unique_ptr<CompiledKernel> kernel;
-
-  // Launch constants derived from the metadata.
+  uint32_t nkey = 0;                // key words
   uint32_t block_x = 128;
   uint32_t num_ctas = 1;
   uint32_t shared = 0;
+  uint32_t num_runtime_params = 0;  // packed leaves; hidden scratch pointers follow them
   bool cooperative = false;
   bool pdl = false;
   bool oversized_shared_mode = false;  // Triton >= 3.8 sets the oversized shared memory mode
-  uint64_t global_scratch_size = 0, global_scratch_align = 1;
-  uint64_t profile_scratch_size = 0, profile_scratch_align = 1;
-  uint32_t num_runtime_params = 0;  // packed leaves; hidden scratch pointers follow them
-  std::vector<TmaMeta> tma;         // one per tensordesc leaf, in order
-  int triton_version = 0;           // major * 100 + minor: how descriptors are passed
-
-  std::mutex load_mu;
   std::atomic<uint32_t> nloaded{0};
+  uint64_t global_scratch_size = 0;
+  uint64_t profile_scratch_size = 0;
+  // ---- line 1: the key, when it has at most kInlineKeyWords words ----
+  uint64_t key_inline[kInlineKeyWords] = {};
+  // ---- then the loaded functions, one per context ----
   LoadedFunction loaded[kMaxContexts];
 
+  // ---- the rest: read on slow paths, descriptor launches and scratch allocation ----
+  uint64_t global_scratch_align = 1, profile_scratch_align = 1;
+  std::vector<uint64_t> key_words;  // the whole key
+  std::unique_ptr<CompiledKernel> kernel;
+  std::vector<TmaMeta> tma;         // one per tensordesc leaf, in order
+  int triton_version = 0;           // major * 100 + minor: how descriptors are passed
+  std::mutex load_mu;
+
+  // Sets the key (both copies).
+  void set_key(const Key& k) {
+    key_words.assign(k.w, k.w + k.n);
+    nkey = k.n;
+    if (k.n <= kInlineKeyWords) std::memcpy(key_inline, k.w, k.n * sizeof(uint64_t));
+  }
   bool matches(const Key& k, uint64_t h) const noexcept {
-    return hash == h && target == k.target && options == k.options &&
-           key_words.size() == k.n &&
-           (k.n == 0 || std::memcmp(key_words.data(), k.w, k.n * sizeof(uint64_t)) == 0);
+    if (hash != h || target != k.target || options != k.options || nkey != k.n) return false;
+    const uint64_t* w = k.n <= kInlineKeyWords ? key_inline : key_words.data();
+    return k.n == 0 || std::memcmp(w, k.w, k.n * sizeof(uint64_t)) == 0;
   }
   // The loaded function for context ctx, or nullptr.
   void* function_for(void* ctx) const noexcept {

@@ -39,36 +39,36 @@ struct ParamSpec {
 enum class WrapperKind : uint8_t { kNone, kAutotune, kHeuristics };
 
 struct KernelState {
+  // What every launch reads comes first, so that a launch touches two cache lines of it.
+  std::vector<ParamSpec> specs;
+  std::vector<ParamInfo> params;
+  // Wrappers (@triton.heuristics / @triton.autotune), outermost first; empty for a plain
+  // JITFunction. A wrapped kernel launches its `inner` state after them.
+  std::vector<std::unique_ptr<Layer>> layers;
+  size_t min_args = 0;             // parameters without defaults, counted from the front
+  KernelState* inner = nullptr;  // for wrapped kernels: the state of the inner JITFunction
+  std::unique_ptr<CallMemo> call_memo;  // whole positional calls (wrapped kernels only)
+  Cache cache;
+
   std::string module;
   std::string name;
   std::string wrapper;  // "", "autotune", "heuristics"
   WrapperKind wrapper_kind = WrapperKind::kNone;
-  KernelState* inner = nullptr;  // for wrapped kernels: the state of the inner JITFunction
 
-  std::vector<ParamInfo> params;
   std::vector<uint64_t> name_hashes;  // name_hash() of each parameter name (named arguments)
-  std::vector<ParamSpec> specs;
   std::vector<ArgValue> defaults;  // one per parameter; kind kNone with has_default false
   int triton_version = 0;  // the installed Triton, major * 100 + minor (306, 308, ...)
-  size_t min_args = 0;             // parameters without defaults, counted from the front
-
 
   // Python objects (strong references, dropped at interpreter shutdown).
   void* py_jit_function = nullptr;  // the JITFunction
   void* py_object = nullptr;        // the object the module attribute holds (maybe a wrapper)
   std::vector<void*> py_default_objects;
 
-  // Wrappers (@triton.heuristics / @triton.autotune), outermost first; empty for a plain
-  // JITFunction. A wrapped kernel launches its `inner` state after them.
-  std::vector<std::unique_ptr<Layer>> layers;
-  std::unique_ptr<CallMemo> call_memo;  // whole positional calls (wrapped kernels only)
   // Storage for the strings and nested values that defaults and the values heuristics and
   // configs produced point into (strings interned once).
   std::mutex values_mu;
   std::deque<std::string> value_strings;
   std::deque<std::vector<ArgValue>> value_nested;
-
-  Cache cache;
 };
 
 }  // namespace triton_embed::detail

@@ -432,9 +432,12 @@ int fast_path_agrees(KernelState* kernel, const ArgValue* args, size_t nargs) {
 // ---- Meta -------------------------------------------------------------------------------
 
 const detail::ArgValue* Meta::find(std::string_view name) const {
-  const auto& params = kernel_->params;
-  for (size_t i = 0; i < params.size() && i < nargs_; ++i) {
-    if (params[i].name == name) return &args_[i];
+  // The names' hashes are one small array; a parameter's name (in its ParamInfo, a cache
+  // line or two apart from the next) is read only to confirm a hash that matched.
+  const uint64_t h = detail::name_hash(name.data(), name.size());
+  const auto& hashes = kernel_->name_hashes;
+  for (size_t i = 0; i < hashes.size() && i < nargs_; ++i) {
+    if (hashes[i] == h && kernel_->params[i].name == name) return &args_[i];
   }
   TE_THROW(LookupError) << "grid callable of " << detail::call_signature(*kernel_)
                         << ": no parameter named '" << name << "'";

@@ -102,7 +102,7 @@ std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, 
   e->target = key.target;
   e->options = key.options;
   e->hash = h;
-  e->key_words.assign(key.w, key.w + key.n);
+  e->set_key(key);
   try {
     e->kernel = CompiledKernelAccess::from_python(r, key.target);
     const std::string instr = r["instrumentation_mode"].cast<std::string>();
