@@ -211,11 +211,12 @@ std::string serialize(const Contents& c) {
     TE_CHECK(c.entries[i].kernel < nk, ValueError)
         << "bundle writer: entry #" << i << " refers to kernel #" << c.entries[i].kernel
         << ", the bundle has " << plural(nk, "kernel", "kernels") << "; add the kernel first";
-    TE_CHECK(c.entries[i].tma.size() == 0 ||
-                 std::all_of(c.entries[i].tma.begin(), c.entries[i].tma.end(),
-                             [](const TmaRecord& t) { return t.rank >= 0 && t.rank <= 5; }),
-             ValueError)
-        << "bundle writer: entry #" << i << " has a TMA record of rank outside 0..5";
+    for (size_t j = 0; j < c.entries[i].tma.size(); ++j) {
+      const int32_t rank = c.entries[i].tma[j].rank;
+      TE_CHECK(rank >= 0 && rank <= 5, ValueError)
+          << "bundle writer: entry #" << i << " TMA record #" << j << " has rank " << rank
+          << "; a tensor descriptor has 0 to 5 dimensions";
+    }
   }
   for (size_t i = 0; i < c.records.size(); ++i) {
     TE_CHECK(c.records[i].kernel < nk, ValueError)

@@ -661,6 +661,44 @@ TEST(Bundle, WriterRejectsABadKernelIndex) {
   c = small();
   c.records[0].kernel = 1;
   EXPECT_THROW(tb::serialize(c), te::ValueError);
+  c = small();
+  c.entries[0].tma[0].rank = 6;
+  try {
+    tb::serialize(c);
+    FAIL() << "expected ValueError";
+  } catch (const te::ValueError& e) {
+    EXPECT_STREQ(e.what(),
+                 "bundle writer: entry #0 TMA record #0 has rank 6; a tensor descriptor has 0 to "
+                 "5 dimensions");
+  }
+}
+
+bool mapped(const std::string& path) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find(path) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// A refused file is unmapped before the error reaches the caller; an open one until its
+// Bundle goes.
+TEST(Bundle, NothingStaysMappedAfterARefusal) {
+  TempDir dir;
+  std::string f = tb::serialize(small());
+  f[f.size() - 1] ^= 1;
+  write_bytes(dir / "bad.teb", f);
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_THROW(tb::Bundle::open(dir / "bad.teb"), te::BundleError);
+  }
+  EXPECT_FALSE(mapped(dir / "bad.teb"));
+  tb::write_file(small(), dir / "good.teb");
+  {
+    const tb::Bundle b = tb::Bundle::open(dir / "good.teb");
+    EXPECT_TRUE(mapped(dir / "good.teb"));
+  }
+  EXPECT_FALSE(mapped(dir / "good.teb"));
 }
 
 TEST(Bundle, WriteFileLeavesNoTemporaryFile) {
