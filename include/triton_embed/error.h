@@ -132,4 +132,40 @@ class TRITON_EMBED_API OutOfResourcesError : public Error {
   ~OutOfResourcesError() override;
 };
 
+/*! \brief A kernel bundle (a \c .teb file, or one embedded in the executable) cannot be read,
+ *  written or merged. The message names the bundle (its path, or the name it was embedded
+ *  under), which problem (reason()) and why, and what to do:
+ *  \code
+ *  bundle /opt/app/kernels.teb: truncated: the header says 81920 bytes, the file has 4096; the
+ *  file was cut short (copy it again)
+ *  \endcode
+ *  A bundle that fails to open leaves nothing behind (no mapping, no half-read kernels). */
+class TRITON_EMBED_API BundleError : public Error {
+ public:
+  /*! \brief Which problem the bundle has. */
+  enum class Reason {
+    kIo,         //!< the file cannot be opened, read, mapped or written (the OS error is given)
+    kTruncated,  //!< the file is shorter than its header says: it was cut short
+    kCorrupt,    //!< a checksum or the structure is wrong: the file was damaged
+    kForeign,    //!< not a triton_embed bundle at all (wrong magic or byte order)
+    kTooNew,     //!< a newer format version than this library reads
+    kConflict,   //!< merging: two bundles hold different kernels under one identity
+  };
+  BundleError(const std::string& what, Reason reason) : Error(what), reason_(reason) {}
+  ~BundleError() override;
+  /*! \brief Which problem the bundle has. */
+  Reason reason() const noexcept { return reason_; }
+
+ private:
+  Reason reason_;
+};
+
+/*! \brief A launch needs a kernel or a tuning decision that the loaded bundles do not hold
+ *  (and compiling is not available); the message names the kernel and the missing entry. */
+class TRITON_EMBED_API NotInBundleError : public LookupError {
+ public:
+  using LookupError::LookupError;
+  ~NotInBundleError() override;
+};
+
 }  // namespace triton_embed

@@ -16,6 +16,8 @@ NotSupportedError::~NotSupportedError() = default;
 PythonError::~PythonError() = default;
 OutOfResourcesError::~OutOfResourcesError() = default;
 NoDeviceError::~NoDeviceError() = default;
+BundleError::~BundleError() = default;
+NotInBundleError::~NotInBundleError() = default;
 
 CudaError::CudaError(const std::string& what, std::string call, int code, std::string name,
                      std::string text)
@@ -45,6 +47,10 @@ void rethrow_copy(const std::exception_ptr& p) {
     throw TypeError(std::string(e.what()));
   } catch (const ValueError& e) {
     throw ValueError(std::string(e.what()));
+  } catch (const BundleError& e) {
+    throw BundleError(std::string(e.what()), e.reason());
+  } catch (const NotInBundleError& e) {
+    throw NotInBundleError(std::string(e.what()));
   } catch (const LookupError& e) {
     throw LookupError(std::string(e.what()));
   } catch (const CompileError& e) {

@@ -1,0 +1,998 @@
+#include "bundle/format.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+#include "core/errors.h"
+
+#ifndef TRITON_EMBED_VERSION_STRING
+#error "TRITON_EMBED_VERSION_STRING must be defined (CMakeLists.txt sets it on this file)"
+#endif
+
+namespace triton_embed::detail::bundle {
+namespace {
+
+using Reason = BundleError::Reason;
+
+constexpr char kMagic[8] = {'\x89', 'T', 'E', 'B', '\r', '\n', '\x1a', '\n'};
+constexpr uint32_t kByteOrderMark = 0x01020304u;
+constexpr uint32_t kByteOrderSwapped = 0x04030201u;
+constexpr uint32_t kSectionCount = 7;
+constexpr size_t kSectionEntrySize = 40;
+constexpr size_t kTableEnd = kHeaderSize + kSectionCount * kSectionEntrySize;
+constexpr size_t kHeaderCrcAt = 124;
+
+// Section kinds, in file order; index i of the table holds kind i + 1.
+enum : uint32_t { kStrings = 1, kWords, kTma, kKernels, kEntries, kRecords, kBlobs };
+constexpr const char* kSectionName[] = {"", "strings", "words", "tma", "kernels",
+                                        "entries", "records", "blobs"};
+constexpr size_t kTmaSize = 48;
+constexpr size_t kKernelSize = 96;
+constexpr size_t kEntrySize = 216;
+constexpr size_t kRecordSize = 40;
+constexpr size_t kItemSize[] = {0, 1, 8, kTmaSize, kKernelSize, kEntrySize, kRecordSize, 1};
+
+constexpr const char* kDamaged = "; the file is damaged (copy it again, or rebuild it)";
+constexpr const char* kCutShort = "; the file was cut short (copy it again)";
+
+// ---------------------------------------------------------------------------------------
+// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), eight bytes per step.
+struct CrcTables {
+  uint32_t t[8][256];
+};
+constexpr CrcTables make_crc_tables() {
+  CrcTables c{};
+  for (uint32_t i = 0; i < 256; ++i) {
+    uint32_t v = i;
+    for (int k = 0; k < 8; ++k) v = (v & 1) ? (v >> 1) ^ 0xEDB88320u : v >> 1;
+    c.t[0][i] = v;
+  }
+  for (int k = 1; k < 8; ++k) {
+    for (uint32_t i = 0; i < 256; ++i) {
+      c.t[k][i] = (c.t[k - 1][i] >> 8) ^ c.t[0][c.t[k - 1][i] & 0xFF];
+    }
+  }
+  return c;
+}
+constexpr CrcTables kCrc = make_crc_tables();
+
+// ---------------------------------------------------------------------------------------
+// Little-endian encoding, independent of the host's byte order.
+uint32_t rd32(const char* p) {
+  const auto* b = reinterpret_cast<const unsigned char*>(p);
+  return uint32_t{b[0]} | uint32_t{b[1]} << 8 | uint32_t{b[2]} << 16 | uint32_t{b[3]} << 24;
+}
+uint64_t rd64(const char* p) { return uint64_t{rd32(p)} | uint64_t{rd32(p + 4)} << 32; }
+void wr32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+void wr64(char* p, uint64_t v) {
+  wr32(p, static_cast<uint32_t>(v));
+  wr32(p + 4, static_cast<uint32_t>(v >> 32));
+}
+
+size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+std::string hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
+
+std::string key_text(const std::vector<uint64_t>& words) {
+  std::string s = "[";
+  char buf[24];
+  for (size_t i = 0; i < words.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%s0x%llx", i ? ", " : "",
+                  static_cast<unsigned long long>(words[i]));
+    s += buf;
+  }
+  return s + "]";
+}
+
+std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+std::string plural(size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing.
+
+struct Ref {
+  uint64_t offset = 0, size = 0;
+};
+
+// Byte pool whose identical items are stored once; each item starts at a multiple of `align`.
+// The index holds views of the caller's strings, which outlive the pool.
+class Pool {
+ public:
+  explicit Pool(size_t align) : align_(align) {}
+  Ref add(std::string_view bytes) {
+    if (bytes.empty()) return {};
+    auto it = index_.find(bytes);
+    if (it != index_.end()) return {it->second, bytes.size()};
+    data_.resize(align_up(data_.size(), align_), '\0');
+    const uint64_t at = data_.size();
+    data_.append(bytes.data(), bytes.size());
+    index_.emplace(bytes, at);
+    return {at, bytes.size()};
+  }
+  const std::string& data() const { return data_; }
+
+ private:
+  size_t align_;
+  std::string data_;
+  std::unordered_map<std::string_view, uint64_t> index_;
+};
+
+// A fixed-size record being encoded.
+class Item {
+ public:
+  explicit Item(size_t size) : b_(size, '\0') {}
+  void u32(size_t at, uint32_t v) { wr32(&b_[at], v); }
+  void i32(size_t at, int32_t v) { wr32(&b_[at], static_cast<uint32_t>(v)); }
+  void u64(size_t at, uint64_t v) { wr64(&b_[at], v); }
+  void u8(size_t at, bool v) { b_[at] = v ? 1 : 0; }
+  void ref(size_t at, Ref r) {
+    wr64(&b_[at], r.offset);
+    wr64(&b_[at + 8], r.size);
+  }
+  const std::string& bytes() const { return b_; }
+
+ private:
+  std::string b_;
+};
+
+struct Range {
+  uint64_t first = 0, count = 0;
+};
+
+Range add_words(std::string& words, const std::vector<uint64_t>& w) {
+  if (w.empty()) return {};
+  const Range r{words.size() / 8, w.size()};
+  for (uint64_t v : w) {
+    char b[8];
+    wr64(b, v);
+    words.append(b, 8);
+  }
+  return r;
+}
+
+}  // namespace
+
+uint32_t crc32(const void* data, size_t size) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint32_t c = ~0u;
+  while (size >= 8) {
+    const uint32_t lo = rd32(reinterpret_cast<const char*>(p)) ^ c;
+    const uint32_t hi = rd32(reinterpret_cast<const char*>(p) + 4);
+    c = kCrc.t[7][lo & 0xFF] ^ kCrc.t[6][(lo >> 8) & 0xFF] ^ kCrc.t[5][(lo >> 16) & 0xFF] ^
+        kCrc.t[4][lo >> 24] ^ kCrc.t[3][hi & 0xFF] ^ kCrc.t[2][(hi >> 8) & 0xFF] ^
+        kCrc.t[1][(hi >> 16) & 0xFF] ^ kCrc.t[0][hi >> 24];
+    p += 8;
+    size -= 8;
+  }
+  while (size-- > 0) c = kCrc.t[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
+  return ~c;
+}
+
+bool operator==(const TmaRecord& a, const TmaRecord& b) {
+  return a.present == b.present && a.swizzle == b.swizzle && a.elem_size == b.elem_size &&
+         a.elem_type == b.elem_type && a.rank == b.rank && a.fp4_padded == b.fp4_padded &&
+         std::equal(std::begin(a.box), std::end(a.box), std::begin(b.box));
+}
+
+const char* library_version() { return TRITON_EMBED_VERSION_STRING; }
+
+std::string target_text(uint32_t target) {
+  const uint32_t arch = target & 0xFFFF, warp = target >> 16;
+  std::string s = "cuda:" + std::to_string(arch);
+  if (warp != 32) s += ":" + std::to_string(warp);
+  return s;
+}
+
+std::string serialize(const Contents& c) {
+  const size_t nk = c.kernels.size();
+  for (size_t i = 0; i < c.entries.size(); ++i) {
+    TE_CHECK(c.entries[i].kernel < nk, ValueError)
+        << "bundle writer: entry #" << i << " refers to kernel #" << c.entries[i].kernel
+        << ", the bundle has " << plural(nk, "kernel", "kernels") << "; add the kernel first";
+    for (size_t j = 0; j < c.entries[i].tma.size(); ++j) {
+      const int32_t rank = c.entries[i].tma[j].rank;
+      TE_CHECK(rank >= 0 && rank <= 5, ValueError)
+          << "bundle writer: entry #" << i << " TMA record #" << j << " has rank " << rank
+          << "; a tensor descriptor has 0 to 5 dimensions";
+    }
+  }
+  for (size_t i = 0; i < c.records.size(); ++i) {
+    TE_CHECK(c.records[i].kernel < nk, ValueError)
+        << "bundle writer: record #" << i << " refers to kernel #" << c.records[i].kernel
+        << ", the bundle has " << plural(nk, "kernel", "kernels") << "; add the kernel first";
+  }
+
+  Pool strings(1), blobs(kBlobAlign);
+  std::string words, tma, kernels, entries, records;
+  for (const Kernel& k : c.kernels) {
+    Item it(kKernelSize);
+    it.ref(0, strings.add(k.module));
+    it.ref(16, strings.add(k.name));
+    it.ref(32, strings.add(k.source_hash));
+    it.ref(48, strings.add(k.wrapper));
+    it.ref(64, strings.add(k.params));
+    it.ref(80, strings.add(k.layers));
+    kernels += it.bytes();
+  }
+  for (const Entry& e : c.entries) {
+    Item it(kEntrySize);
+    it.u32(0, e.kernel);
+    it.u32(4, e.target);
+    it.ref(8, strings.add(e.options));
+    it.ref(24, strings.add(e.hash));
+    it.ref(40, strings.add(e.fn_name));
+    it.ref(56, strings.add(e.signature));
+    const Range key = add_words(words, e.key_words);
+    it.u64(72, key.first);
+    it.u64(80, key.count);
+    const Range t{e.tma.empty() ? 0 : tma.size() / kTmaSize, e.tma.size()};
+    for (const TmaRecord& r : e.tma) {
+      Item ti(kTmaSize);
+      ti.u32(0, r.present ? 1 : 0);
+      ti.i32(4, r.swizzle);
+      ti.i32(8, r.elem_size);
+      ti.i32(12, r.elem_type);
+      ti.i32(16, r.rank);
+      for (int d = 0; d < 5; ++d) ti.u32(20 + 4 * d, r.box[d]);
+      ti.u32(40, r.fp4_padded ? 1 : 0);
+      tma += ti.bytes();
+    }
+    it.u64(88, t.first);
+    it.u64(96, t.count);
+    it.ref(104, blobs.add(e.cubin));
+    it.ref(120, blobs.add(e.ptx));
+    const int32_t ints[10] = {e.num_warps,         e.num_ctas,           e.num_stages,
+                              e.shared,            e.num_kernel_params,  e.num_runtime_params,
+                              e.triton_version,    e.cluster_dims[0],    e.cluster_dims[1],
+                              e.cluster_dims[2]};
+    for (int i = 0; i < 10; ++i) it.i32(136 + 4 * i, ints[i]);
+    it.u64(176, e.global_scratch_size);
+    it.u64(184, e.global_scratch_align);
+    it.u64(192, e.profile_scratch_size);
+    it.u64(200, e.profile_scratch_align);
+    it.u8(208, e.launch_cooperative_grid);
+    it.u8(209, e.launch_pdl);
+    it.u8(210, e.oversized_shared_mode);
+    entries += it.bytes();
+  }
+  for (const Record& r : c.records) {
+    Item it(kRecordSize);
+    it.u32(0, r.kind);
+    it.u32(4, r.kernel);
+    const Range key = add_words(words, r.key_words);
+    it.u64(8, key.first);
+    it.u64(16, key.count);
+    it.ref(24, strings.add(r.payload));
+    records += it.bytes();
+  }
+  const Ref lib = strings.add(c.producer.library_version);
+  const Ref triton = strings.add(c.producer.triton_version);
+  const Ref note = strings.add(c.producer.note);
+
+  // Sections tile the file: each extent runs to where the next section starts (8-aligned,
+  // the blobs 256-aligned); the last ends the file.
+  const std::string* body[kSectionCount] = {&strings.data(), &words,   &tma,        &kernels,
+                                            &entries,        &records, &blobs.data()};
+  uint64_t offset[kSectionCount], extent[kSectionCount];
+  size_t at = kTableEnd;
+  for (uint32_t i = 0; i < kSectionCount; ++i) {
+    offset[i] = at;
+    const size_t end = at + body[i]->size();
+    const uint32_t next_kind = i + 2;
+    at = i + 1 == kSectionCount ? end : align_up(end, next_kind == kBlobs ? kBlobAlign : 8);
+    extent[i] = at - offset[i];
+  }
+  std::string out(at, '\0');
+  char* p = &out[0];
+  std::memcpy(p, kMagic, 8);
+  wr32(p + 8, kFormatVersion);
+  wr32(p + 12, kByteOrderMark);
+  wr64(p + 16, out.size());
+  wr32(p + 24, kHeaderSize);
+  wr32(p + 28, kSectionCount);
+  wr32(p + 32, kSectionEntrySize);
+  wr64(p + 48, lib.offset);
+  wr64(p + 56, lib.size);
+  wr64(p + 64, triton.offset);
+  wr64(p + 72, triton.size);
+  wr64(p + 80, note.offset);
+  wr64(p + 88, note.size);
+  for (uint32_t i = 0; i < kSectionCount; ++i) {
+    const uint32_t kind = i + 1;
+    if (!body[i]->empty()) std::memcpy(p + offset[i], body[i]->data(), body[i]->size());
+    char* t = p + kHeaderSize + i * kSectionEntrySize;
+    wr32(t, kind);
+    wr32(t + 4, kItemSize[kind]);
+    wr64(t + 8, offset[i]);
+    wr64(t + 16, extent[i]);
+    wr64(t + 24, body[i]->size() / kItemSize[kind]);
+    wr32(t + 32, crc32(p + offset[i], extent[i]));
+  }
+  wr32(p + 36, crc32(p + kHeaderSize, kTableEnd - kHeaderSize));
+  wr32(p + kHeaderCrcAt, crc32(p, kHeaderCrcAt));
+  return out;
+}
+
+void write_file(const Contents& c, const std::string& path) {
+  const std::string bytes = serialize(c);
+  auto io_error = [&](const std::string& why) {
+    return BundleError("bundle " + path + ": cannot write: " + why, Reason::kIo);
+  };
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(&tmp[0]);
+  if (fd < 0) {
+    throw io_error("cannot create a temporary file next to it: " +
+                   std::string(std::strerror(errno)) +
+                   "; check that its directory exists and is writable");
+  }
+  // Until the rename succeeds, any failure removes the temporary file.
+  struct TempFile {
+    int fd;
+    const std::string& name;
+    bool done = false;
+    ~TempFile() {
+      if (fd >= 0) ::close(fd);
+      if (!done) ::unlink(name.c_str());
+    }
+  } guard{fd, tmp};
+  const char* p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      throw io_error("writing " + tmp + " failed: " + std::strerror(n < 0 ? errno : EIO) +
+                     "; check the free space");
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0) {
+    throw io_error("writing " + tmp + " failed: " + std::strerror(errno));
+  }
+  guard.fd = -1;
+  if (::close(fd) != 0) throw io_error("writing " + tmp + " failed: " + std::strerror(errno));
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    throw io_error("renaming " + tmp + " to it failed: " + std::strerror(errno) +
+                   "; check that the path is not a directory");
+  }
+  guard.done = true;
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading: every check before the Bundle is handed out.
+
+namespace {
+
+class Parser {
+ public:
+  Parser(const std::string& name, const char* p, size_t n) : name_(name), p_(p), n_(n) {}
+
+  uint32_t parse(ContentsView* out) {
+    check_header();
+    check_sections();
+    read_contents(out);
+    return version_;
+  }
+
+ private:
+  [[noreturn]] void fail(Reason r, const std::string& why) const {
+    static constexpr const char* kWord[] = {"cannot read", "truncated", "corrupt",
+                                            "foreign",     "too new",   "conflict"};
+    throw BundleError("bundle " + name_ + ": " + kWord[static_cast<int>(r)] + ": " + why, r);
+  }
+  [[noreturn]] void corrupt(const std::string& why) const {
+    fail(Reason::kCorrupt, why + kDamaged);
+  }
+
+  [[noreturn]] void foreign() const {
+    std::string got;
+    char buf[8];
+    for (size_t i = 0; i < std::min<size_t>(n_, 8); ++i) {
+      std::snprintf(buf, sizeof buf, "%s%02x", i ? " " : "", static_cast<unsigned char>(p_[i]));
+      got += buf;
+    }
+    std::string hint;
+    if (n_ >= 4 && std::memcmp(p_, "\x7f" "ELF", 4) == 0) {
+      hint = " (an ELF file: for a bundle embedded in a program, use Bundle::from_memory)";
+    } else if (n_ >= 8 && std::memcmp(p_, kMagic, 4) == 0) {
+      hint = " (its line-ending bytes differ: copied in text mode?)";
+    }
+    fail(Reason::kForeign, "not a triton_embed bundle: it starts with " + got + hint +
+                               ", a bundle with 89 54 45 42 0d 0a 1a 0a; give a .teb file "
+                               "written by triton_embed");
+  }
+
+  void check_header() {
+    if (std::memcmp(p_, kMagic, std::min<size_t>(n_, 8)) != 0) foreign();
+    if (n_ < kHeaderSize) {
+      fail(Reason::kTruncated, (n_ == 0 ? std::string("the file is empty")
+                                        : "the file has " + plural(n_, "byte", "bytes") +
+                                              ", less than the 128-byte header") +
+                                   kCutShort);
+    }
+    const uint32_t bom = rd32(p_ + 12);
+    if (bom == kByteOrderSwapped) {
+      fail(Reason::kForeign,
+           "its byte-order mark says big-endian; this library reads little-endian bundles "
+           "only: write the bundle with triton_embed on a little-endian machine");
+    }
+    if (bom != kByteOrderMark) corrupt("byte-order mark " + hex32(bom) + ", expected 0x01020304");
+    version_ = rd32(p_ + 8);
+    if (version_ > kFormatVersion) {
+      fail(Reason::kTooNew, "format version " + std::to_string(version_) +
+                                ", this library reads versions up to " +
+                                std::to_string(kFormatVersion) + ": upgrade triton_embed");
+    }
+    if (version_ == 0) corrupt("format version 0 (versions start at 1)");
+    const uint32_t want = rd32(p_ + kHeaderCrcAt), got = crc32(p_, kHeaderCrcAt);
+    if (want != got) {
+      corrupt("the header's CRC-32 is " + hex32(want) + ", its bytes give " + hex32(got));
+    }
+    const uint64_t declared = rd64(p_ + 16);
+    if (declared > n_) {
+      fail(Reason::kTruncated, "the header says " + std::to_string(declared) +
+                                   " bytes, the file has " + std::to_string(n_) + kCutShort);
+    }
+    if (declared < n_) {
+      corrupt("the header says " + std::to_string(declared) + " bytes, the file has " +
+              std::to_string(n_) + " (data after its end)");
+    }
+    if (rd32(p_ + 24) != kHeaderSize || rd32(p_ + 28) != kSectionCount ||
+        rd32(p_ + 32) != kSectionEntrySize || rd32(p_ + 40) != 0) {
+      corrupt("header size " + std::to_string(rd32(p_ + 24)) + ", " +
+              std::to_string(rd32(p_ + 28)) + " sections of " + std::to_string(rd32(p_ + 32)) +
+              " bytes, flags " + hex32(rd32(p_ + 40)) +
+              "; format version 1 has 128, 7 sections of 40 bytes, flags 0");
+    }
+    if (n_ < kTableEnd) {
+      corrupt("the file (" + std::to_string(n_) + " bytes) ends inside the section table");
+    }
+    const uint32_t twant = rd32(p_ + 36), tgot = crc32(p_ + kHeaderSize, kTableEnd - kHeaderSize);
+    if (twant != tgot) {
+      corrupt("the section table's CRC-32 is " + hex32(twant) + ", its bytes give " + hex32(tgot));
+    }
+  }
+
+  void check_sections() {
+    uint64_t at = kTableEnd;
+    for (uint32_t i = 0; i < kSectionCount; ++i) {
+      const char* t = p_ + kHeaderSize + i * kSectionEntrySize;
+      const uint32_t kind = i + 1;
+      const std::string what = "section #" + std::to_string(i);
+      if (rd32(t) != kind || rd32(t + 4) != kItemSize[kind]) {
+        corrupt(what + " has kind " + std::to_string(rd32(t)) + " and items of " +
+                std::to_string(rd32(t + 4)) + " bytes; expected kind " + std::to_string(kind) +
+                " (" + kSectionName[kind] + ") with items of " +
+                std::to_string(kItemSize[kind]) + " bytes");
+      }
+      Section& s = sec_[kind];
+      s.offset = rd64(t + 8);
+      s.extent = rd64(t + 16);
+      s.count = rd64(t + 24);
+      const std::string name = std::string("section '") + kSectionName[kind] + "'";
+      const uint64_t align = kind == kBlobs ? kBlobAlign : 8;
+      if (s.offset != at || s.offset % align != 0 || s.extent > n_ - s.offset) {
+        corrupt(name + " at bytes " + std::to_string(s.offset) + "+" + std::to_string(s.extent) +
+                ": expected to start at byte " + std::to_string(at) + ", " +
+                std::to_string(align) + "-byte aligned, within the file's " +
+                std::to_string(n_) + " bytes");
+      }
+      if (s.count > s.extent / kItemSize[kind]) {
+        corrupt(name + " holds " + std::to_string(s.count) + " items of " +
+                std::to_string(kItemSize[kind]) + " bytes in " + std::to_string(s.extent) +
+                " bytes");
+      }
+      at = s.offset + s.extent;
+    }
+    if (at != n_) {
+      corrupt("the sections end at byte " + std::to_string(at) + ", the file at " +
+              std::to_string(n_));
+    }
+    for (uint32_t kind = 1; kind <= kSectionCount; ++kind) {
+      const Section& s = sec_[kind];
+      const uint32_t want = rd32(p_ + kHeaderSize + (kind - 1) * kSectionEntrySize + 32);
+      const uint32_t got = crc32(p_ + s.offset, s.extent);
+      if (want != got) {
+        corrupt(std::string("section '") + kSectionName[kind] + "' (bytes " +
+                std::to_string(s.offset) + ".." + std::to_string(s.offset + s.extent) +
+                "): its CRC-32 is " + hex32(want) + ", its bytes give " + hex32(got));
+      }
+    }
+  }
+
+  // Where a field lies, for messages; formatted only on failure.
+  struct Where {
+    const char* item;  // "kernel", "entry", "record", "header"
+    size_t index;
+    const char* field;
+    std::string str() const {
+      return std::string(item) + (std::strcmp(item, "header") ? " #" + std::to_string(index) : "") +
+             " " + field;
+    }
+  };
+
+  static bool in_bounds(uint64_t first, uint64_t count, uint64_t limit) {
+    return count <= limit && first <= limit - count;
+  }
+
+  std::string_view str(const char* at, Where w) const {
+    const uint64_t off = rd64(at), size = rd64(at + 8);
+    const Section& s = sec_[kStrings];
+    if (!in_bounds(off, size, s.count)) {
+      corrupt(w.str() + ": bytes " + std::to_string(off) + "+" + std::to_string(size) +
+              " lie outside the strings (" + std::to_string(s.count) + " bytes)");
+    }
+    return std::string_view(p_ + s.offset + off, size);
+  }
+  std::string_view blob(const char* at, Where w) const {
+    const uint64_t off = rd64(at), size = rd64(at + 8);
+    const Section& s = sec_[kBlobs];
+    if (!in_bounds(off, size, s.count)) {
+      corrupt(w.str() + ": bytes " + std::to_string(off) + "+" + std::to_string(size) +
+              " lie outside the blobs (" + std::to_string(s.count) + " bytes)");
+    }
+    if (size > 0 && off % kBlobAlign != 0) {
+      corrupt(w.str() + ": starts at blob offset " + std::to_string(off) +
+              ", not a multiple of 256");
+    }
+    return std::string_view(size ? p_ + s.offset + off : nullptr, size);
+  }
+  std::vector<uint64_t> words(const char* at, Where w) const {
+    const uint64_t first = rd64(at), count = rd64(at + 8);
+    const Section& s = sec_[kWords];
+    if (!in_bounds(first, count, s.count)) {
+      corrupt(w.str() + ": words " + std::to_string(first) + "+" + std::to_string(count) +
+              " lie outside the " + std::to_string(s.count) + " key words");
+    }
+    std::vector<uint64_t> v(count);
+    for (uint64_t i = 0; i < count; ++i) v[i] = rd64(p_ + s.offset + (first + i) * 8);
+    return v;
+  }
+  bool flag(const char* at, Where w) const {
+    const auto v = static_cast<unsigned char>(*at);
+    if (v > 1) corrupt(w.str() + " is " + std::to_string(v) + ", not 0 or 1");
+    return v == 1;
+  }
+  uint32_t kernel_index(const char* at, Where w) const {
+    const uint32_t k = rd32(at);
+    if (k >= sec_[kKernels].count) {
+      corrupt(w.str() + " is #" + std::to_string(k) + ", the bundle has " +
+              plural(sec_[kKernels].count, "kernel", "kernels"));
+    }
+    return k;
+  }
+
+  void read_contents(ContentsView* out) {
+    out->producer.library_version = str(p_ + 48, {"header", 0, "library version"});
+    out->producer.triton_version = str(p_ + 64, {"header", 0, "Triton version"});
+    out->producer.note = str(p_ + 80, {"header", 0, "note"});
+
+    const Section& ks = sec_[kKernels];
+    out->kernels.resize(ks.count);
+    for (size_t i = 0; i < ks.count; ++i) {
+      const char* r = p_ + ks.offset + i * kKernelSize;
+      KernelView& k = out->kernels[i];
+      k.module = str(r, {"kernel", i, "module"});
+      k.name = str(r + 16, {"kernel", i, "name"});
+      k.source_hash = str(r + 32, {"kernel", i, "source hash"});
+      k.wrapper = str(r + 48, {"kernel", i, "wrapper"});
+      k.params = str(r + 64, {"kernel", i, "params"});
+      k.layers = str(r + 80, {"kernel", i, "layers"});
+    }
+
+    const Section& es = sec_[kEntries];
+    const Section& ts = sec_[kTma];
+    out->entries.resize(es.count);
+    for (size_t i = 0; i < es.count; ++i) {
+      const char* r = p_ + es.offset + i * kEntrySize;
+      EntryView& e = out->entries[i];
+      e.kernel = kernel_index(r, {"entry", i, "kernel"});
+      e.target = rd32(r + 4);
+      e.options = str(r + 8, {"entry", i, "options"});
+      e.hash = str(r + 24, {"entry", i, "hash"});
+      e.fn_name = str(r + 40, {"entry", i, "function name"});
+      e.signature = str(r + 56, {"entry", i, "signature"});
+      e.key_words = words(r + 72, {"entry", i, "key"});
+      const uint64_t tfirst = rd64(r + 88), tcount = rd64(r + 96);
+      if (!in_bounds(tfirst, tcount, ts.count)) {
+        corrupt("entry #" + std::to_string(i) + " TMA records " + std::to_string(tfirst) + "+" +
+                std::to_string(tcount) + " lie outside the " + std::to_string(ts.count) +
+                " records");
+      }
+      e.tma.resize(tcount);
+      for (uint64_t j = 0; j < tcount; ++j) {
+        const char* t = p_ + ts.offset + (tfirst + j) * kTmaSize;
+        TmaRecord& m = e.tma[j];
+        const uint32_t present = rd32(t), fp4 = rd32(t + 40);
+        m.swizzle = static_cast<int32_t>(rd32(t + 4));
+        m.elem_size = static_cast<int32_t>(rd32(t + 8));
+        m.elem_type = static_cast<int32_t>(rd32(t + 12));
+        m.rank = static_cast<int32_t>(rd32(t + 16));
+        for (int d = 0; d < 5; ++d) m.box[d] = rd32(t + 20 + 4 * d);
+        if (present > 1 || fp4 > 1 || m.rank < 0 || m.rank > 5) {
+          corrupt("entry #" + std::to_string(i) + " TMA record #" + std::to_string(j) +
+                  ": present " + std::to_string(present) + ", fp4_padded " +
+                  std::to_string(fp4) + ", rank " + std::to_string(m.rank) +
+                  " (expected 0/1, 0/1, 0..5)");
+        }
+        m.present = present == 1;
+        m.fp4_padded = fp4 == 1;
+      }
+      e.cubin = blob(r + 104, {"entry", i, "cubin"});
+      e.ptx = blob(r + 120, {"entry", i, "ptx"});
+      int32_t* ints[10] = {&e.num_warps,      &e.num_ctas,           &e.num_stages,
+                           &e.shared,         &e.num_kernel_params,  &e.num_runtime_params,
+                           &e.triton_version, &e.cluster_dims[0],    &e.cluster_dims[1],
+                           &e.cluster_dims[2]};
+      for (int j = 0; j < 10; ++j) *ints[j] = static_cast<int32_t>(rd32(r + 136 + 4 * j));
+      e.global_scratch_size = rd64(r + 176);
+      e.global_scratch_align = rd64(r + 184);
+      e.profile_scratch_size = rd64(r + 192);
+      e.profile_scratch_align = rd64(r + 200);
+      e.launch_cooperative_grid = flag(r + 208, {"entry", i, "launch_cooperative_grid"});
+      e.launch_pdl = flag(r + 209, {"entry", i, "launch_pdl"});
+      e.oversized_shared_mode = flag(r + 210, {"entry", i, "oversized_shared_mode"});
+    }
+
+    const Section& rs = sec_[kRecords];
+    out->records.resize(rs.count);
+    for (size_t i = 0; i < rs.count; ++i) {
+      const char* r = p_ + rs.offset + i * kRecordSize;
+      RecordView& rec = out->records[i];
+      rec.kind = rd32(r);
+      rec.kernel = kernel_index(r + 4, {"record", i, "kernel"});
+      rec.key_words = words(r + 8, {"record", i, "key"});
+      rec.payload = str(r + 24, {"record", i, "payload"});
+    }
+  }
+
+  struct Section {
+    uint64_t offset = 0, extent = 0, count = 0;
+  };
+
+  const std::string& name_;
+  const char* p_;
+  size_t n_;
+  uint32_t version_ = 0;
+  Section sec_[kSectionCount + 1];
+};
+
+std::string io_message(const std::string& path, const char* what) {
+  return "bundle " + path + ": cannot read: " + what + ": " + std::strerror(errno);
+}
+
+}  // namespace
+
+Bundle Bundle::open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    throw BundleError(io_message(path, "cannot open it") + "; check the path and its permissions",
+                      Reason::kIo);
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const std::string msg = io_message(path, "cannot stat it");
+    ::close(fd);
+    throw BundleError(msg, Reason::kIo);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw BundleError("bundle " + path + ": cannot read: " +
+                          (S_ISDIR(st.st_mode) ? "it is a directory" : "it is not a regular file") +
+                          "; give the path of a .teb file",
+                      Reason::kIo);
+  }
+  Bundle b;
+  b.name_ = path;
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size > 0) {
+    void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) {
+      const std::string msg = io_message(path, "cannot map it");
+      ::close(fd);
+      throw BundleError(msg, Reason::kIo);
+    }
+    b.mapping_ = m;
+    b.mapping_size_ = size;
+    b.data_ = static_cast<const char*>(m);
+    b.size_ = size;
+  }
+  ::close(fd);  // the mapping stays
+  b.version_ = Parser(b.name_, b.data_, b.size_).parse(&b.view_);  // on failure ~Bundle unmaps
+  return b;
+}
+
+Bundle Bundle::from_memory(const void* data, size_t size, std::string name) {
+  Bundle b;
+  b.name_ = std::move(name);
+  b.data_ = static_cast<const char*>(data);
+  b.size_ = data ? size : 0;
+  b.version_ = Parser(b.name_, b.data_, b.size_).parse(&b.view_);
+  return b;
+}
+
+Bundle::Bundle(Bundle&& o) noexcept
+    : name_(std::move(o.name_)),
+      data_(std::exchange(o.data_, nullptr)),
+      size_(std::exchange(o.size_, 0)),
+      mapping_(std::exchange(o.mapping_, nullptr)),
+      mapping_size_(std::exchange(o.mapping_size_, 0)),
+      version_(std::exchange(o.version_, 0)),
+      view_(std::exchange(o.view_, ContentsView{})) {}
+
+Bundle& Bundle::operator=(Bundle&& o) noexcept {
+  if (this != &o) {
+    release();
+    name_ = std::move(o.name_);
+    data_ = std::exchange(o.data_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+    mapping_ = std::exchange(o.mapping_, nullptr);
+    mapping_size_ = std::exchange(o.mapping_size_, 0);
+    version_ = std::exchange(o.version_, 0);
+    view_ = std::exchange(o.view_, ContentsView{});
+  }
+  return *this;
+}
+
+Bundle::~Bundle() { release(); }
+
+void Bundle::release() noexcept {
+  if (mapping_ != nullptr) ::munmap(mapping_, mapping_size_);
+  mapping_ = nullptr;
+  mapping_size_ = 0;
+}
+
+namespace {
+
+std::string own(std::string_view s) { return std::string(s); }
+
+Kernel own(const KernelView& k) {
+  return {own(k.module), own(k.name),   own(k.source_hash),
+          own(k.wrapper), own(k.params), own(k.layers)};
+}
+
+Entry own(const EntryView& v) {
+  Entry e;
+  e.kernel = v.kernel;
+  e.target = v.target;
+  e.options = own(v.options);
+  e.key_words = v.key_words;
+  e.hash = own(v.hash);
+  e.fn_name = own(v.fn_name);
+  e.signature = own(v.signature);
+  e.num_warps = v.num_warps;
+  e.num_ctas = v.num_ctas;
+  e.num_stages = v.num_stages;
+  e.shared = v.shared;
+  e.num_kernel_params = v.num_kernel_params;
+  e.num_runtime_params = v.num_runtime_params;
+  e.triton_version = v.triton_version;
+  std::copy(std::begin(v.cluster_dims), std::end(v.cluster_dims), e.cluster_dims);
+  e.global_scratch_size = v.global_scratch_size;
+  e.global_scratch_align = v.global_scratch_align;
+  e.profile_scratch_size = v.profile_scratch_size;
+  e.profile_scratch_align = v.profile_scratch_align;
+  e.launch_cooperative_grid = v.launch_cooperative_grid;
+  e.launch_pdl = v.launch_pdl;
+  e.oversized_shared_mode = v.oversized_shared_mode;
+  e.tma = v.tma;
+  e.cubin = own(v.cubin);
+  e.ptx = own(v.ptx);
+  return e;
+}
+
+Record own(const RecordView& r) { return {r.kind, r.kernel, r.key_words, own(r.payload)}; }
+
+// The first field in which two kernels of one identity differ, or nullptr.
+const char* difference(const KernelView& a, const KernelView& b) {
+  if (a.wrapper != b.wrapper) return "wrapper";
+  if (a.params != b.params) return "parameter table (params)";
+  if (a.layers != b.layers) return "layers";
+  return nullptr;
+}
+
+// The first field in which two entries of one identity differ (the kernel index aside, which
+// the caller has mapped), or nullptr.
+const char* difference(const EntryView& a, const EntryView& b) {
+  if (a.hash != b.hash) return "hash";
+  if (a.cubin != b.cubin) return "cubin";
+  if (a.ptx != b.ptx) return "ptx";
+  if (a.fn_name != b.fn_name) return "function name";
+  if (a.signature != b.signature) return "signature";
+  if (a.num_warps != b.num_warps) return "num_warps";
+  if (a.num_ctas != b.num_ctas) return "num_ctas";
+  if (a.num_stages != b.num_stages) return "num_stages";
+  if (a.shared != b.shared) return "shared memory size";
+  if (a.num_kernel_params != b.num_kernel_params) return "num_kernel_params";
+  if (a.num_runtime_params != b.num_runtime_params) return "num_runtime_params";
+  if (a.triton_version != b.triton_version) return "Triton version";
+  if (!std::equal(std::begin(a.cluster_dims), std::end(a.cluster_dims),
+                  std::begin(b.cluster_dims))) {
+    return "cluster dims";
+  }
+  if (a.global_scratch_size != b.global_scratch_size ||
+      a.global_scratch_align != b.global_scratch_align) {
+    return "global scratch";
+  }
+  if (a.profile_scratch_size != b.profile_scratch_size ||
+      a.profile_scratch_align != b.profile_scratch_align) {
+    return "profile scratch";
+  }
+  if (a.launch_cooperative_grid != b.launch_cooperative_grid) return "launch_cooperative_grid";
+  if (a.launch_pdl != b.launch_pdl) return "launch_pdl";
+  if (a.oversized_shared_mode != b.oversized_shared_mode) return "oversized_shared_mode";
+  if (a.tma != b.tma) return "TMA metadata";
+  return nullptr;
+}
+
+std::string kernel_text(const KernelView& k) {
+  return std::string(k.module) + "." + std::string(k.name) + " (source hash " +
+         std::string(k.source_hash) + ")";
+}
+
+[[noreturn]] void conflict(const Bundle& here, const Bundle& there, const std::string& what,
+                           const std::string& field) {
+  throw BundleError("bundle " + here.name() + ": conflict: " + what + " is also in bundle " +
+                        there.name() + ", with a different " + field +
+                        "; merge bundles built from the same kernel sources by the same "
+                        "Triton, or leave one of them out",
+                    Reason::kConflict);
+}
+
+}  // namespace
+
+Contents Bundle::contents() const {
+  Contents c;
+  c.producer = {own(view_.producer.library_version), own(view_.producer.triton_version),
+                own(view_.producer.note)};
+  for (const KernelView& k : view_.kernels) c.kernels.push_back(own(k));
+  for (const EntryView& e : view_.entries) c.entries.push_back(own(e));
+  for (const RecordView& r : view_.records) c.records.push_back(own(r));
+  return c;
+}
+
+Contents merge(const std::vector<const Bundle*>& bundles) {
+  Contents out;
+  out.producer.library_version = library_version();
+  std::vector<std::string_view> tritons;
+  std::string names;
+  for (const Bundle* b : bundles) {
+    names += (names.empty() ? "" : ", ") + b->name();
+    const std::string_view t = b->producer().triton_version;
+    if (std::find(tritons.begin(), tritons.end(), t) == tritons.end()) tritons.push_back(t);
+  }
+  for (size_t i = 0; i < tritons.size(); ++i) {
+    out.producer.triton_version += (i ? " + " : "") + std::string(tritons[i]);
+  }
+  out.producer.note = "merged from " + names;
+
+  // Where each kept item came from, to compare later duplicates with it.
+  struct From {
+    const Bundle* bundle;
+    size_t index;
+  };
+  using KernelId = std::tuple<std::string_view, std::string_view, std::string_view>;
+  using EntryId = std::tuple<uint32_t, uint32_t, std::string_view, std::vector<uint64_t>>;
+  using RecordId = std::tuple<uint32_t, uint32_t, std::vector<uint64_t>>;
+  std::map<KernelId, std::pair<uint32_t, From>> kernels;
+  std::map<EntryId, From> entries;
+  std::map<RecordId, From> records;
+  for (const Bundle* b : bundles) {
+    std::vector<uint32_t> remap(b->kernels().size());
+    for (size_t i = 0; i < b->kernels().size(); ++i) {
+      const KernelView& k = b->kernels()[i];
+      const auto [it, added] = kernels.try_emplace(
+          KernelId{k.module, k.name, k.source_hash},
+          std::make_pair(static_cast<uint32_t>(out.kernels.size()), From{b, i}));
+      if (added) {
+        out.kernels.push_back(own(k));
+      } else if (const char* d =
+                     difference(it->second.second.bundle->kernels()[it->second.second.index], k)) {
+        conflict(*b, *it->second.second.bundle, "kernel " + kernel_text(k), d);
+      }
+      remap[i] = it->second.first;
+    }
+    for (size_t i = 0; i < b->entries().size(); ++i) {
+      const EntryView& e = b->entries()[i];
+      const auto [it, added] =
+          entries.try_emplace(EntryId{remap[e.kernel], e.target, e.options, e.key_words},
+                              From{b, i});
+      if (added) {
+        out.entries.push_back(own(e));
+        out.entries.back().kernel = remap[e.kernel];
+        continue;
+      }
+      const EntryView& first = it->second.bundle->entries()[it->second.index];
+      if (const char* d = difference(first, e)) {
+        std::string field = d;
+        if (field == "hash") {
+          field += " (" + std::string(e.hash) + " here, " + std::string(first.hash) + " there)";
+        }
+        conflict(*b, *it->second.bundle,
+                 "kernel " + kernel_text(b->kernels()[e.kernel]) + ": its entry for " +
+                     target_text(e.target) + " options " + quoted(e.options) + " key " +
+                     key_text(e.key_words),
+                 field);
+      }
+    }
+    for (size_t i = 0; i < b->records().size(); ++i) {
+      const RecordView& r = b->records()[i];
+      const auto [it, added] =
+          records.try_emplace(RecordId{remap[r.kernel], r.kind, r.key_words}, From{b, i});
+      if (added) {
+        out.records.push_back(own(r));
+        out.records.back().kernel = remap[r.kernel];
+      } else if (it->second.bundle->records()[it->second.index].payload != r.payload) {
+        conflict(*b, *it->second.bundle,
+                 "kernel " + kernel_text(b->kernels()[r.kernel]) + ": its record of kind " +
+                     std::to_string(r.kind) + " key " + key_text(r.key_words),
+                 "payload");
+      }
+    }
+  }
+  return out;
+}
+
+std::string describe(const Bundle& b) {
+  std::ostringstream os;
+  const ProducerView& p = b.producer();
+  os << "bundle " << b.name() << ": format version " << b.format_version() << ", "
+     << plural(b.size(), "byte", "bytes") << "\n";
+  auto or_unknown = [](std::string_view v) { return v.empty() ? std::string_view("?") : v; };
+  os << "  written by triton_embed " << or_unknown(p.library_version) << " (Triton "
+     << or_unknown(p.triton_version) << ")\n";
+  if (!p.note.empty()) os << "  note: " << p.note << "\n";
+  os << "  " << plural(b.kernels().size(), "kernel", "kernels") << ", "
+     << plural(b.entries().size(), "entry", "entries") << ", "
+     << plural(b.records().size(), "record", "records") << "\n";
+  std::vector<std::vector<size_t>> by_kernel(b.kernels().size());
+  std::vector<size_t> records(b.kernels().size());
+  for (size_t i = 0; i < b.entries().size(); ++i) by_kernel[b.entries()[i].kernel].push_back(i);
+  for (const RecordView& r : b.records()) ++records[r.kernel];
+  for (size_t k = 0; k < b.kernels().size(); ++k) {
+    const KernelView& kv = b.kernels()[k];
+    os << "kernel #" << k << " " << kv.module << "." << kv.name << ": source hash "
+       << kv.source_hash;
+    if (!kv.wrapper.empty()) os << ", " << kv.wrapper;
+    os << "\n";
+    for (size_t i : by_kernel[k]) {
+      const EntryView& e = b.entries()[i];
+      os << "  entry #" << i << " " << target_text(e.target) << " " << quoted(e.options)
+         << ": hash " << e.hash << ", key " << plural(e.key_words.size(), "word", "words")
+         << ", signature " << quoted(e.signature) << ", cubin "
+         << plural(e.cubin.size(), "byte", "bytes") << ", ";
+      if (e.ptx.empty()) {
+        os << "no ptx\n";
+      } else {
+        os << "ptx " << plural(e.ptx.size(), "byte", "bytes") << "\n";
+      }
+    }
+    if (records[k] > 0) os << "  " << plural(records[k], "record", "records") << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace triton_embed::detail::bundle

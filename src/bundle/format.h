@@ -1,0 +1,261 @@
+#pragma once
+
+// Kernel bundles: one file that holds compiled Triton kernels and the tuning decisions made
+// for them, so a C++ program can launch them with no Python (issue 10). This header is the
+// container format only: what a bundle holds (plain structs), writing one (serialize,
+// write_file), reading one (Bundle: a read-only mapping, validated before it is returned),
+// merging and listing. It knows nothing of Python, torch or the kernel registry.
+//
+// On-disk layout, format version 1. Every integer is little-endian; offsets are from the start
+// of the file; "ref" is {u64 offset, u64 size} into the strings section (text and opaque
+// bytes) or the blobs section (cubin, ptx), relative to that section's start.
+//
+//   header (128 bytes)
+//     0   u8[8] magic "\x89TEB\r\n\x1a\n" (a non-ASCII first byte and CR LF / ^Z / LF catch
+//               a file copied in text mode)
+//     8   u32   format version (1)
+//     12  u32   byte-order mark 0x01020304 (bytes 04 03 02 01)
+//     16  u64   file size: the exact size of the whole file
+//     24  u32   header size (128)     28  u32 section count (7)
+//     32  u32   section table entry size (40)
+//     36  u32   CRC-32 of the section table
+//     40  u32   flags (0)             44  u32 reserved (0)
+//     48  ref   library version       64  ref Triton version     80  ref creation note
+//     96  u8[28] reserved (0)
+//     124 u32   CRC-32 of header bytes 0..123
+//   section table (7 entries of 40 bytes, at offset 128)
+//     0 u32 kind   4 u32 item size   8 u64 offset   16 u64 extent   24 u64 count
+//     32 u32 CRC-32 of the section's extent   36 u32 reserved (0)
+//   sections, in this order, one of each, tiling the rest of the file with no gap: each starts
+//   where the one before ends (the first right after the table) and the last ends at the file
+//   size. An extent includes the zero padding after the section's content (to 8 bytes, and to
+//   256 before the blobs), so the header CRC, the table CRC and the seven section CRCs
+//   together cover every byte of the file.
+//     1 strings  (item 1, count = bytes used)    text and opaque bytes, deduplicated
+//     2 words    (item 8)                        u64 cache-key words
+//     3 tma      (item 48)                       TMA descriptor metadata records
+//     4 kernels  (item 96)                       6 refs: module, name, source_hash, wrapper,
+//                                                params, layers
+//     5 entries  (item 216)                      see kEntrySize in format.cc
+//     6 records  (item 40)                       u32 kind, u32 kernel, u64 key first,
+//                                                u64 key count, ref payload
+//     7 blobs    (item 1, count = bytes used)    cubins and ptx; the section and every blob
+//                                                start at a multiple of 256 in the file
+//
+// Opening checks, in this order (each failure is a BundleError with its Reason):
+//   the first bytes are the magic (or a prefix of it, for a file shorter than 8 bytes)
+//                                                             else kForeign
+//   the file holds a whole header                             else kTruncated
+//   byte-order mark                 kForeign when byte-swapped, else kCorrupt
+//   format version                  kTooNew above kFormatVersion, kCorrupt for 0
+//   header CRC                                                else kCorrupt
+//   file size: the header's vs the file's    kTruncated when shorter, kCorrupt when longer
+//   table shape and CRC, the sections' tiling, each section's CRC          else kCorrupt
+//   the contents: every ref in bounds, every index in range, bools 0/1,
+//   blobs 256-aligned                                         else kCorrupt
+// The header CRC is checked before the size so that a damaged size field reads as corrupt,
+// not as truncated; the version is checked before it because a newer format may lay out its
+// header differently.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "triton_embed/detail/export.h"
+#include "triton_embed/error.h"
+
+namespace triton_embed::detail::bundle {
+
+/*! \brief The format version this library writes and the newest it reads. */
+inline constexpr uint32_t kFormatVersion = 1;
+/*! \brief Cubins and PTX start at a multiple of this many bytes in the file, so they can be
+ *  given to \c cuModuleLoadData straight from the mapping. */
+inline constexpr size_t kBlobAlign = 256;
+/*! \brief The size of the fixed header. */
+inline constexpr size_t kHeaderSize = 128;
+
+/*! \brief What a compiled kernel's metadata says of one tensor-descriptor parameter (Triton's
+ *  \c tensordesc_meta), as the launcher's \c TmaMeta holds it. */
+struct TmaRecord {
+  bool present = false;
+  int32_t swizzle = 0;
+  int32_t elem_size = 0;
+  int32_t elem_type = 0;
+  int32_t rank = 0;  // 0..5
+  uint32_t box[5] = {};
+  bool fp4_padded = false;
+};
+bool operator==(const TmaRecord& a, const TmaRecord& b);
+inline bool operator!=(const TmaRecord& a, const TmaRecord& b) { return !(a == b); }
+
+/*! \brief Who wrote the bundle. \c Bytes is \c std::string (to write) or \c std::string_view
+ *  (read: views into the bundle's bytes). */
+template <class Bytes>
+struct BasicProducer {
+  Bytes library_version;  // triton_embed's version
+  Bytes triton_version;   // free text, e.g. "3.8.0"
+  Bytes note;             // free text: what built it, when
+};
+
+/*! \brief A kernel's identity and what the integration needs to bind its calls. */
+template <class Bytes>
+struct BasicKernel {
+  Bytes module;       // e.g. "pykernels.vector"
+  Bytes name;         // e.g. "add_kernel"
+  Bytes source_hash;  // of the kernel's source (Triton's JITFunction cache_key)
+  Bytes wrapper;      // "", "autotune" or "heuristics"
+  Bytes params;       // opaque: the parameter table
+  Bytes layers;       // opaque: the heuristics / autotune layers
+};
+
+/*! \brief One compiled kernel: which kernel, for which target, options and cache key, with
+ *  the launch metadata Triton records and the cubin. */
+template <class Bytes>
+struct BasicEntry {
+  uint32_t kernel = 0;  // index into the kernels
+  uint32_t target = 0;  // arch | warp_size << 16, e.g. 90 | 32 << 16
+  Bytes options;        // canonical text of the Triton options, "num_warps=4;num_stages=3"
+  std::vector<uint64_t> key_words;  // the cache key
+  Bytes hash;                       // Triton's kernel hash
+  Bytes fn_name;                    // the cubin's entry point
+  Bytes signature;                  // the specialised signature, as text
+  int32_t num_warps = 0;
+  int32_t num_ctas = 0;
+  int32_t num_stages = 0;
+  int32_t shared = 0;  // bytes of dynamic shared memory
+  int32_t num_kernel_params = 0;
+  int32_t num_runtime_params = 0;
+  int32_t triton_version = 0;  // major * 100 + minor
+  int32_t cluster_dims[3] = {};
+  uint64_t global_scratch_size = 0;
+  uint64_t global_scratch_align = 0;
+  uint64_t profile_scratch_size = 0;
+  uint64_t profile_scratch_align = 0;
+  bool launch_cooperative_grid = false;
+  bool launch_pdl = false;
+  bool oversized_shared_mode = false;
+  std::vector<TmaRecord> tma;  // one per tensor-descriptor leaf, in order
+  Bytes cubin;
+  Bytes ptx;  // empty unless kept
+};
+
+/*! \brief A tuning decision or a heuristic's result for one kernel and key; \c kind and
+ *  \c payload are the integration's. */
+template <class Bytes>
+struct BasicRecord {
+  uint32_t kind = 0;
+  uint32_t kernel = 0;  // index into the kernels
+  std::vector<uint64_t> key_words;
+  Bytes payload;
+};
+
+/*! \brief Everything a bundle holds. */
+template <class Bytes>
+struct BasicContents {
+  BasicProducer<Bytes> producer;
+  std::vector<BasicKernel<Bytes>> kernels;
+  std::vector<BasicEntry<Bytes>> entries;
+  std::vector<BasicRecord<Bytes>> records;
+};
+
+using Producer = BasicProducer<std::string>;
+using Kernel = BasicKernel<std::string>;
+using Entry = BasicEntry<std::string>;
+using Record = BasicRecord<std::string>;
+/*! \brief A bundle's contents to write (owning). */
+using Contents = BasicContents<std::string>;
+
+using ProducerView = BasicProducer<std::string_view>;
+using KernelView = BasicKernel<std::string_view>;
+using EntryView = BasicEntry<std::string_view>;
+using RecordView = BasicRecord<std::string_view>;
+/*! \brief A bundle's contents as read (views into the bundle's bytes). */
+using ContentsView = BasicContents<std::string_view>;
+
+/*! \brief The CRC-32 (IEEE 802.3, as zlib's \c crc32) of \p size bytes at \p data: what the
+ *  header and the section table store. */
+TRITON_EMBED_API uint32_t crc32(const void* data, size_t size);
+
+/*! \brief This library's version, as bundles record it. */
+TRITON_EMBED_API const char* library_version();
+
+/*! \brief The bundle file for \p c. Throws ValueError when an entry or record refers to a
+ *  kernel that \p c does not hold. Identical strings and blobs are stored once. */
+TRITON_EMBED_API std::string serialize(const Contents& c);
+
+/*! \brief Writes serialize(c) to \p path atomically: into a temporary file next to it, then
+ *  renamed over it. On failure (BundleError kIo) no temporary file is left and \p path is
+ *  untouched. */
+TRITON_EMBED_API void write_file(const Contents& c, const std::string& path);
+
+/*! \brief A bundle, read-only and validated: a file mapped into memory, or bytes embedded in
+ *  the executable. Every view it hands out points into those bytes (cubins are never
+ *  copied) and lives as long as the Bundle. Movable, not copyable.
+ *  \code
+ *  auto b = bundle::Bundle::open("kernels.teb");
+ *  for (const auto& e : b.entries()) load(e.cubin.data(), e.cubin.size());
+ *  \endcode
+ */
+class TRITON_EMBED_API Bundle {
+ public:
+  /*! \brief Maps \p path read-only and validates all of it. Throws BundleError (kIo when it
+   *  cannot be read; otherwise see the checks above); nothing stays mapped on failure. */
+  static Bundle open(const std::string& path);
+  /*! \brief Validates \p size bytes at \p data, which must outlive the Bundle and are not
+   *  copied (a bundle embedded in the executable; align it to kBlobAlign for aligned
+   *  cubins). \p name stands for the file in messages. */
+  static Bundle from_memory(const void* data, size_t size, std::string name);
+
+  Bundle(Bundle&& other) noexcept;
+  Bundle& operator=(Bundle&& other) noexcept;
+  Bundle(const Bundle&) = delete;
+  Bundle& operator=(const Bundle&) = delete;
+  ~Bundle();
+
+  /*! \brief The path, or the name given to from_memory. */
+  const std::string& name() const noexcept { return name_; }
+  /*! \brief The bundle's bytes (the mapping). */
+  const char* data() const noexcept { return data_; }
+  size_t size() const noexcept { return size_; }
+  uint32_t format_version() const noexcept { return version_; }
+
+  const ProducerView& producer() const noexcept { return view_.producer; }
+  const std::vector<KernelView>& kernels() const noexcept { return view_.kernels; }
+  const std::vector<EntryView>& entries() const noexcept { return view_.entries; }
+  const std::vector<RecordView>& records() const noexcept { return view_.records; }
+  /*! \brief All of the above in one struct. */
+  const ContentsView& view() const noexcept { return view_; }
+  /*! \brief An owning copy of the contents (copies the cubins). */
+  Contents contents() const;
+
+ private:
+  Bundle() = default;
+  void release() noexcept;
+
+  std::string name_;
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+  void* mapping_ = nullptr;  // what open() mapped, unmapped by the destructor
+  size_t mapping_size_ = 0;
+  uint32_t version_ = 0;
+  ContentsView view_;
+};
+
+/*! \brief The union of \p bundles: kernels deduplicated by (module, name, source_hash),
+ *  entries by (kernel, target, options, key_words), records by (kernel, kind, key_words).
+ *  Identical duplicates are kept once; two that share an identity but differ otherwise
+ *  throw BundleError kConflict naming the kernel, the entry and both bundles. The producer
+ *  is this library; its note names the inputs. */
+TRITON_EMBED_API Contents merge(const std::vector<const Bundle*>& bundles);
+
+/*! \brief What \p b holds, for people: the producer, then per kernel its identity and per
+ *  entry its target ("cuda:90"), options, hash, key length, signature and cubin / ptx
+ *  sizes, and its records' count. Ends with a newline. */
+TRITON_EMBED_API std::string describe(const Bundle& b);
+
+/*! \brief "cuda:90", or "cuda:90:64" for a warp size other than 32. */
+TRITON_EMBED_API std::string target_text(uint32_t target);
+
+}  // namespace triton_embed::detail::bundle
