@@ -515,6 +515,14 @@ int run_gpu(const char* out_path) {
       s, d);
   out.num("raw_us", t[0]).num("ours_pointers_us", t[1]).num("ours_tensors_us", t[2]);
   out.num("op_triton_embed_add_us", t[3]).num("op_at_add_us", t[4]);
+  // What the launch path's one driver call besides the launch (cuCtxGetCurrent: which
+  // context, so which loaded function and which target) costs on its own.
+  {
+    CUcontext c = nullptr;
+    const std::vector<double> tc =
+        per_call_us({[&] { check(d.ctx_get_current(&c), "cuCtxGetCurrent"); }}, s, d);
+    out.num("cu_ctx_get_current_us", tc[0]);
+  }
   paired(out, "pointers", [&] { raw.launch(d, 4, s, params); },
          [&] { add.launch({4}, ts, xp, yp, op, kN, kBlock); }, s, d);
   paired(out, "tensors", [&] { raw.launch(d, 4, s, params); },

@@ -169,6 +169,9 @@ def markdown(res):
         lines.append("| %s | %.2f | %.2f | %.3f | %.3f-%.3f |" % (
             name, r[p + "_raw_us"], r[p + "_ours_us"], r[p + "_ratio"], r[p + "_p25"],
             r[p + "_p75"]))
+    if "cu_ctx_get_current_us" in r:
+        lines += ["", "`cuCtxGetCurrent` alone (the launch path's one driver call besides the "
+                  "launch): %.3f us." % r["cu_ctx_get_current_us"]]
     lines += ["", "| threads (own streams) | raw launches/s | ours launches/s | ratio |",
               "| ---: | ---: | ---: | ---: |"]
     for t in (1, 2, 4, 8):
