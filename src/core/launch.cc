@@ -397,6 +397,15 @@ void check_grid(KernelState* kernel, const Grid& grid, uint32_t num_ctas) {
   detail::check_grid(*kernel, grid, num_ctas);
 }
 
+std::vector<uint64_t> key_words(KernelState* kernel, const ArgValue* args, size_t nargs) {
+  KernelState& k = *kernel;
+  Bound b;
+  b.args = with_defaults(k, args, nargs, b.buf);
+  specialize(k, b.args, b.leaves);
+  build_key(k, b.leaves, b.key);
+  return std::vector<uint64_t>(b.key.w, b.key.w + b.key.n);
+}
+
 int fast_path_agrees(KernelState* kernel, const ArgValue* args, size_t nargs) {
   KernelState& k = *kernel;
   Bound fast;

@@ -388,6 +388,45 @@ constexpr uint64_t leaf_word(LeafKind kind, DType t, SpecKey key, uint8_t is_con
          static_cast<uint64_t>(count) << 32;
 }
 
+// Runtime leaves (scalars and pointers) go into the key five to a word, 12 bits each, so that
+// a launch writes, hashes and compares few words (a 32-pointer key is 7 words, not 32). A run
+// word has bit 63 set, which no other leaf word has (their count stays below 2^31), and each
+// leaf's 12 bits have bit 11 set, so runs of different lengths differ. A run ends when it is
+// full and before any other leaf; other leaves and constexpr values take words of their own.
+constexpr uint64_t kRunMarker = uint64_t{1} << 63;
+constexpr unsigned kRunBits = 12, kRunLeaves = 5;
+
+constexpr uint64_t run_code(LeafKind kind, DType t, SpecKey key, uint8_t is_const) noexcept {
+  return uint64_t{1} << 11 | static_cast<uint64_t>(kind == LeafKind::kPointer) << 10 |
+         static_cast<uint64_t>(is_const) << 9 | static_cast<uint64_t>(key) << 7 |
+         static_cast<uint64_t>(t);
+}
+static_assert(static_cast<int>(DType::fp64) < 32 && static_cast<int>(SpecKey::kOne) < 4,
+              "run_code packs a dtype in 5 bits and a specialisation key in 2");
+
+// The run being filled, written out by flush().
+struct Run {
+  uint64_t word = kRunMarker;
+  unsigned n = 0;
+  // Adds a leaf's code; returns the full word to write when the run is full, else 0.
+  uint64_t add(uint64_t code) noexcept {
+    word |= code << (kRunBits * n);
+    if (++n < kRunLeaves) return 0;
+    const uint64_t full = word;
+    word = kRunMarker;
+    n = 0;
+    return full;
+  }
+  // The pending word (then empty), or 0 when nothing is pending.
+  uint64_t flush() noexcept {
+    if (n == 0) return 0;
+    const uint64_t w = word;
+    word = kRunMarker;
+    n = 0;
+    return w;
+  }
+};
+
 // Key words one value of a constexpr leaf can take at most on the fast path (strings: their
 // length in words plus a tag; a longer value goes the general way).
 constexpr uint32_t kFastConstexprWords = 8;
@@ -407,11 +446,18 @@ uint32_t constexpr_words(const ArgValue& v) noexcept {
 void build_key(const KernelState& kernel, const LeafList& leaves, Key& key) {
   key.n = 0;
   KeyWriter kw(kernel, key);
+  Run run;
   for (uint32_t i = 0; i < leaves.n; ++i) {
     const Leaf& l = leaves.leaves[i];
+    if ((l.kind == LeafKind::kScalar || l.kind == LeafKind::kPointer) && l.count == 0) {
+      if (const uint64_t full = run.add(run_code(l.kind, l.dtype, l.key, l.is_const))) kw.put(full);
+      continue;
+    }
+    if (const uint64_t pending = run.flush()) kw.put(pending);
     kw.put(leaf_word(l.kind, l.dtype, l.key, l.is_const, l.count));
     if (l.kind == LeafKind::kConstexpr) kw.value(*l.value);
   }
+  if (const uint64_t pending = run.flush()) kw.put(pending);
 }
 
 bool fast_key_and_pack(const KernelState& kernel, const ArgValue* args, Key& key, uint64_t* slots,
@@ -426,6 +472,10 @@ bool fast_key_and_pack_first(const KernelState& kernel, const ArgValue* args, si
   uint64_t* out = slots;
   KeyWriter kw(kernel, key);
   key.n = 0;
+  Run run;
+  auto runtime_leaf = [&](uint64_t code) {
+    if (const uint64_t full = run.add(code)) *w++ = full;
+  };
   for (size_t i = 0; i < n; ++i) {
     const ParamSpec& p = specs[i];
     const ArgValue& v = args[i];
@@ -434,23 +484,23 @@ bool fast_key_and_pack_first(const KernelState& kernel, const ArgValue* args, si
       switch (v.kind) {
         case ArgKind::kPointer:
           if (TE_UNLIKELY(v.dtype == DType::invalid || (v.flags & kArgHostMemory) != 0)) return false;
-          *w++ = leaf_word(LeafKind::kPointer, v.dtype, int_key(v, p.specialize, p.align),
-                           p.is_const ? 1 : 0, 0);
+          runtime_leaf(run_code(LeafKind::kPointer, v.dtype, int_key(v, p.specialize, p.align),
+                                p.is_const ? 1 : 0));
           *out++ = v.u;
           continue;
         case ArgKind::kInt:
           if (p.specialize && int_is_one(v)) break;  // a constexpr leaf, below
-          *w++ = leaf_word(LeafKind::kScalar,
-                           v.big ? DType::u64 : (int_fits(DType::i32, v) ? DType::i32 : DType::i64),
-                           int_key(v, p.specialize, p.align), 0, 0);
+          runtime_leaf(run_code(LeafKind::kScalar,
+                                v.big ? DType::u64 : (int_fits(DType::i32, v) ? DType::i32 : DType::i64),
+                                int_key(v, p.specialize, p.align), 0));
           *out++ = v.u;
           continue;
         case ArgKind::kBool:
-          *w++ = leaf_word(LeafKind::kScalar, DType::u1, SpecKey::kNone, 0, 0);
+          runtime_leaf(run_code(LeafKind::kScalar, DType::u1, SpecKey::kNone, 0));
           *out++ = v.u;
           continue;
         case ArgKind::kFloat: {
-          *w++ = leaf_word(LeafKind::kScalar, DType::fp32, SpecKey::kNone, 0, 0);
+          runtime_leaf(run_code(LeafKind::kScalar, DType::fp32, SpecKey::kNone, 0));
           const float f = static_cast<float>(v.f);
           uint32_t bits;
           std::memcpy(&bits, &f, sizeof(bits));
@@ -467,7 +517,8 @@ bool fast_key_and_pack_first(const KernelState& kernel, const ArgValue* args, si
     } else if (TE_UNLIKELY(contains_pointer(v))) {
       return false;  // raises on the general path
     }
-    // A constexpr leaf: its word and the value's (KeyWriter::value's words).
+    // A constexpr leaf: the pending run, its word and the value's (KeyWriter::value's words).
+    if (const uint64_t pending = run.flush()) *w++ = pending;
     if (TE_LIKELY(v.kind == ArgKind::kInt || v.kind == ArgKind::kBool ||
                   v.kind == ArgKind::kFloat || v.kind == ArgKind::kNone)) {
       if (TE_UNLIKELY(static_cast<size_t>(w - key.w) + 3 > kMaxKeyWords)) return false;
@@ -487,6 +538,7 @@ bool fast_key_and_pack_first(const KernelState& kernel, const ArgValue* args, si
     kw.value(v);
     w = key.w + key.n;
   }
+  if (const uint64_t pending = run.flush()) *w++ = pending;
   key.n = static_cast<uint32_t>(w - key.w);
   *nslots = static_cast<uint32_t>(out - slots);
   return true;

@@ -245,6 +245,39 @@ TEST_F(SpecializeParity, LaunchOnePassPathAgreesWithTheGeneralPath) {
   std::printf("one-pass path: %d calls agreed, %d declined\n", agreed, declined);
 }
 
+TEST_F(SpecializeParity, RuntimeLeavesArePackedFiveToAKeyWord) {
+  // Scalars and pointers take 12 bits each in run words (bit 63 set), five to a word; any
+  // other leaf ends the run and takes words of its own. The one-pass path writes the same.
+  te::JitFunction k("te_spec_kernels", "k_twelve");
+  float* p = reinterpret_cast<float*>(uintptr_t{0x10000});
+  const te::Pointer h(uintptr_t{0x20008}, te::DType::fp16);
+  namespace tt = te::detail::testing;
+  const auto all_runtime = tt::key_words_of(k, p, 17, h, 2.5, true, int64_t{1} << 40, p, 16, h,
+                                            -3, p, 0.5f);
+  ASSERT_EQ(all_runtime.size(), 3u);  // 12 leaves: 5 + 5 + 2
+  for (uint64_t w : all_runtime) EXPECT_NE(w >> 63, 0u) << std::hex << w;
+  EXPECT_EQ(all_runtime[2] >> 24, uint64_t{1} << 39);  // a run of 2: nothing above bit 23 but the marker
+  EXPECT_EQ(tt::fast_path_agrees_for(k, p, 17, h, 2.5, true, int64_t{1} << 40, p, 16, h, -3, p,
+                                     0.5f),
+            1);
+  // The integer 1 specialises to a constexpr: it ends the run of four before it, and the
+  // seven after it start a new one (4 | constexpr word, tag, value | 5 + 2).
+  const auto split = tt::key_words_of(k, p, 17, h, 2.5, 1, int64_t{1} << 40, p, 16, h, -3, p, 0.5f);
+  ASSERT_EQ(split.size(), 6u);
+  EXPECT_NE(split[0] >> 63, 0u);
+  EXPECT_EQ(split[1] >> 63, 0u);
+  EXPECT_EQ(split[3], 1u);
+  EXPECT_EQ(tt::fast_path_agrees_for(k, p, 17, h, 2.5, 1, int64_t{1} << 40, p, 16, h, -3, p, 0.5f),
+            1);
+  // What distinguishes specialisations still distinguishes keys: one leaf changed in the
+  // second run (alignment, element type, int width) changes the key.
+  EXPECT_NE(tt::key_words_of(k, p, 17, h, 2.5, true, int64_t{1} << 40, p, 17, h, -3, p, 0.5f),
+            all_runtime);
+  EXPECT_NE(tt::key_words_of(k, p, 17, h, 2.5, true, int64_t{1} << 40, h, 16, h, -3, p, 0.5f),
+            all_runtime);
+  EXPECT_NE(tt::key_words_of(k, p, 17, h, 2.5, true, 40, p, 16, h, -3, p, 0.5f), all_runtime);
+}
+
 TEST_F(SpecializeParity, ForcedScalarsMatchAnnotations) {
   struct Forced {
     te::Scalar value;

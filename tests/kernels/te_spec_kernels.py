@@ -131,3 +131,9 @@ def k_ptr_dns(a: "*i32"):
 @triton.jit(do_not_specialize_on_alignment=["a"])
 def k_ptr_dnsoa(a: "*bf16"):
     pass
+
+
+@triton.jit
+def k_twelve(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11):
+    """Twelve unannotated parameters: runtime leaves fill the cache key's packed runs."""
+    pass

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "triton_embed/jit.h"
 
@@ -67,6 +68,16 @@ int dry_run(const JitFunction& fn, uint64_t* slots_out, const Args&... args) {
  *  -1 when the one-pass path declines the call (the general path takes it). Raises what the
  *  general path raises. */
 TRITON_EMBED_API int fast_path_agrees(KernelState* kernel, const ArgValue* args, size_t nargs);
+/*! The cache key words the general path builds for these arguments (target and options
+ *  aside). Raises what the general path raises. */
+TRITON_EMBED_API std::vector<uint64_t> key_words(KernelState* kernel, const ArgValue* args,
+                                                 size_t nargs);
+template <class... Args>
+std::vector<uint64_t> key_words_of(const JitFunction& fn, const Args&... args) {
+  ArgValue vals[kArgSlots<Args...> + 1];
+  fill_args(vals, args...);
+  return key_words(fn.state(), vals, sizeof...(Args));
+}
 /*! Whether launches and dry runs of wrapped kernels use the memo of whole positional calls
  *  (default on; tests compare both), and how many calls it resolved so far. */
 TRITON_EMBED_API void set_call_memo(bool on);
