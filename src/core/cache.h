@@ -31,7 +31,7 @@ struct Key {
   uint32_t target = 0;   // arch | warp_size << 16
   uint32_t options = 0;  // interned options id
   uint32_t n = 0;        // words used
-  uint32_t pad = 0;
+  uint32_t process_local = 0;  // a word holds a Python object's address (not compared)
   uint64_t w[kMaxKeyWords];
 
   uint64_t hash() const noexcept {
@@ -92,6 +92,8 @@ struct alignas(64) Entry {
   std::unique_ptr<CompiledKernel> kernel;
   std::vector<TmaMeta> tma;         // one per tensordesc leaf, in order
   int triton_version = 0;           // major * 100 + minor: how descriptors are passed
+  bool process_local = false;       // keyed on a Python object: not recorded into bundles
+  bool from_bundle = false;         // made from a bundle entry, not compiled here
   std::mutex load_mu;
 
   // Sets the key (both copies).

@@ -36,6 +36,9 @@ struct ParamSpec {
   DType ann_dtype = DType::invalid;
 };
 
+// The interned options with `id` (bundles record options by value, the cache key by id).
+const InternedOptions* interned_options_by_id(uint32_t id);
+
 enum class WrapperKind : uint8_t { kNone, kAutotune, kHeuristics };
 
 struct KernelState {
@@ -52,6 +55,7 @@ struct KernelState {
 
   std::string module;
   std::string name;
+  std::string source_hash;  // Triton's hash of the kernel's source, when known (bundles)
   std::string wrapper;  // "", "autotune", "heuristics"
   WrapperKind wrapper_kind = WrapperKind::kNone;
 

@@ -41,12 +41,29 @@ std::string Options::str() const {
 
 namespace detail {
 
-const InternedOptions* intern_options(const Options& options) {
-  // A process holds few distinct option sets; they are kept for its lifetime so handles can
-  // point at them and the cache key can use their id.
-  static std::mutex mu;
+namespace {
+// A process holds few distinct option sets; they are kept for its lifetime so handles can
+// point at them and the cache key can use their id.
+std::mutex& interned_mu() {
+  static std::mutex* mu = new std::mutex();
+  return *mu;
+}
+std::vector<std::unique_ptr<InternedOptions>>& interned_table() {
   static auto* table = new std::vector<std::unique_ptr<InternedOptions>>();
-  std::lock_guard<std::mutex> lock(mu);
+  return *table;
+}
+}  // namespace
+
+const InternedOptions* interned_options_by_id(uint32_t id) {
+  std::lock_guard<std::mutex> lock(interned_mu());
+  auto& table = interned_table();
+  TE_ICHECK(id < table.size()) << "no interned options with id " << id;
+  return table[id].get();
+}
+
+const InternedOptions* intern_options(const Options& options) {
+  std::lock_guard<std::mutex> lock(interned_mu());
+  auto* table = &interned_table();
   for (const auto& o : *table) {
     if (o->options == options) return o.get();
   }

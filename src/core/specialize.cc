@@ -372,6 +372,7 @@ class KeyWriter {
       case ArgKind::kTensorDesc:  // never constexpr (refused), listed for completeness
         put(tag);
         put(reinterpret_cast<uintptr_t>(v.ptr));
+        key_.process_local = 1;
         return;
     }
   }
@@ -445,6 +446,7 @@ uint32_t constexpr_words(const ArgValue& v) noexcept {
 
 void build_key(const KernelState& kernel, const LeafList& leaves, Key& key) {
   key.n = 0;
+  key.process_local = 0;
   KeyWriter kw(kernel, key);
   Run run;
   for (uint32_t i = 0; i < leaves.n; ++i) {
@@ -472,6 +474,7 @@ bool fast_key_and_pack_first(const KernelState& kernel, const ArgValue* args, si
   uint64_t* out = slots;
   KeyWriter kw(kernel, key);
   key.n = 0;
+  key.process_local = 0;
   Run run;
   auto runtime_leaf = [&](uint64_t code) {
     if (const uint64_t full = run.add(code)) *w++ = full;

@@ -1,0 +1,53 @@
+#pragma once
+
+/*! \file
+ *  \brief Kernel bundles: compiled kernels saved to a file, so that a program launches them
+ *  with no compiling (and, linked to \c triton_embed::runtime only, with no Python at all).
+ *
+ *  \code
+ *  // Development (JIT): run once, then save what was compiled.
+ *  add.launch({triton_embed::cdiv(n, 1024)}, stream, x, y, out, n, 1024);
+ *  triton_embed::write_bundle("kernels.teb");       // or TRITON_EMBED_RECORD=kernels.teb
+ *
+ *  // Deployment: the same code, with the bundle loaded first.
+ *  triton_embed::load_bundle("kernels.teb");        // or TRITON_EMBED_BUNDLE=kernels.teb
+ *  add.launch({triton_embed::cdiv(n, 1024)}, stream, x, y, out, n, 1024);
+ *  \endcode
+ *
+ *  A launch that misses the in-memory cache looks in the loaded bundles before compiling: an
+ *  entry of the same kernel (module, name and, where the JIT layer read the kernel's source,
+ *  the same source hash), target, options and specialisation is used as Triton's compile
+ *  result would be. Without the JIT layer a specialisation no bundle holds raises
+ *  NotInBundleError, which names the kernel, what was asked for and what the bundles hold.
+ *  Kernels wrapped in \c @triton.autotune or \c @triton.heuristics are not recorded yet.
+ */
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "triton_embed/detail/export.h"
+
+namespace triton_embed {
+
+/*! \brief Loads the bundle file \p path: its kernels serve launches from now on. The file is
+ *  checked whole before anything of it is used; BundleError says what is wrong with it
+ *  (missing, truncated, corrupt, not a bundle, a newer format). Bundles stay loaded until the
+ *  process ends. \c TRITON_EMBED_BUNDLE (paths separated by ':') loads files the same way
+ *  on the first kernel load. */
+TRITON_EMBED_API void load_bundle(const std::string& path);
+
+/*! \brief Loads a bundle held in memory, e.g. embedded in the executable; \p data must stay
+ *  valid until the process ends (it is not copied). \p name says where it came from in
+ *  errors. */
+TRITON_EMBED_API void load_bundle_from_memory(const void* data, size_t size,
+                                              std::string_view name);
+
+/*! \brief Writes the kernels this process compiled (or loaded from bundles) to the bundle
+ *  file \p path, atomically (a file that exists is replaced whole, or left as it was).
+ *  Entries keyed on a Python object (a \c @triton.jit function passed as a constexpr) are
+ *  left out: another process cannot name that object. \c TRITON_EMBED_RECORD=path does the
+ *  same when the process exits. */
+TRITON_EMBED_API void write_bundle(const std::string& path);
+
+}  // namespace triton_embed

@@ -1,0 +1,288 @@
+#include "bundle/store.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "bundle/kernel_table.h"
+#include "core/compiled_kernel.h"
+#include "core/errors.h"
+#include "core/registry.h"
+#include "core/target.h"
+
+namespace triton_embed::detail::bundle {
+
+namespace {
+
+struct Store {
+  std::mutex mu;
+  std::deque<Bundle> bundles;  // never removed: entries and states point into them
+  bool env_loaded = false;
+};
+
+Store& store() {
+  static Store* s = new Store();  // never destroyed: threads may launch during exit
+  return *s;
+}
+
+bool same_kernel(const KernelView& kv, const KernelState& k) {
+  if (kv.module != k.module || kv.name != k.name) return false;
+  // A kernel whose source the JIT layer read is matched on its source hash too, so that a
+  // bundle made from another version of the kernel is never launched in its place.
+  return k.source_hash.empty() || kv.source_hash.empty() || kv.source_hash == k.source_hash;
+}
+
+std::string where(const Bundle& b, const KernelView& kv) {
+  return "bundle " + b.name() + ": kernel " + std::string(kv.module) + "." + std::string(kv.name);
+}
+
+}  // namespace
+
+void add(Bundle b) {
+  Store& s = store();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.bundles.push_back(std::move(b));
+}
+
+void load_from_environment() {
+  Store& s = store();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.env_loaded) return;
+    s.env_loaded = true;
+  }
+  const char* env = std::getenv("TRITON_EMBED_BUNDLE");
+  if (env == nullptr || *env == '\0') return;
+  std::string paths(env);
+  size_t start = 0;
+  while (start <= paths.size()) {
+    const size_t end = std::min(paths.find(':', start), paths.size());
+    if (end > start) add(Bundle::open(paths.substr(start, end - start)));
+    start = end + 1;
+  }
+}
+
+std::unique_ptr<KernelState> make_kernel_state(std::string_view module, std::string_view name) {
+  load_from_environment();
+  Store& s = store();
+  std::lock_guard<std::mutex> lock(s.mu);
+  for (const Bundle& b : s.bundles) {
+    for (const KernelView& kv : b.view().kernels) {
+      if (kv.module != module || kv.name != name) continue;
+      TE_CHECK(kv.wrapper.empty(), NotSupportedError)
+          << where(b, kv) << " is wrapped in @triton." << kv.wrapper
+          << "; bundles do not hold heuristics or tuning decisions yet: launch it with the JIT "
+             "layer (link triton_embed::triton_embed)";
+      auto k = std::make_unique<KernelState>();
+      k->module = std::string(module);
+      k->name = std::string(name);
+      k->source_hash = std::string(kv.source_hash);
+      decode_params(kv.params, *k, where(b, kv));
+      return k;
+    }
+  }
+  return nullptr;
+}
+
+std::unique_ptr<Entry> make_entry(const KernelState& k, const InternedOptions& options,
+                                  const Key& key, uint64_t hash) {
+  load_from_environment();
+  const std::string opts = encode_options(options.options);
+  Store& s = store();
+  std::lock_guard<std::mutex> lock(s.mu);
+  for (const Bundle& b : s.bundles) {
+    const ContentsView& c = b.view();
+    for (const EntryView& ev : c.entries) {
+      const KernelView& kv = c.kernels[ev.kernel];
+      if (ev.target != key.target || ev.key_words.size() != key.n || ev.options != opts ||
+          !same_kernel(kv, k) ||
+          !std::equal(ev.key_words.begin(), ev.key_words.end(), key.w)) {
+        continue;
+      }
+      CompiledKernelFields f;
+      f.hash = std::string(ev.hash);
+      f.name = std::string(ev.fn_name);
+      f.target = target_str(ev.target);
+      f.signature = std::string(ev.signature);
+      f.cubin = std::string(ev.cubin);
+      f.ptx = std::string(ev.ptx);
+      f.num_warps = ev.num_warps;
+      f.num_ctas = ev.num_ctas;
+      f.num_stages = ev.num_stages;
+      f.shared = ev.shared;
+      f.num_kernel_params = ev.num_kernel_params;
+      f.global_scratch_size = ev.global_scratch_size;
+      f.global_scratch_align = ev.global_scratch_align;
+      f.profile_scratch_size = ev.profile_scratch_size;
+      f.profile_scratch_align = ev.profile_scratch_align;
+      f.launch_cooperative_grid = ev.launch_cooperative_grid;
+      f.launch_pdl = ev.launch_pdl;
+      auto e = std::make_unique<Entry>();
+      e->target = key.target;
+      e->options = key.options;
+      e->hash = hash;
+      e->set_key(key);
+      e->kernel = CompiledKernelAccess::make(std::move(f));
+      e->block_x = static_cast<uint32_t>(target_warp_size(ev.target) * ev.num_warps);
+      e->num_ctas = static_cast<uint32_t>(ev.num_ctas);
+      e->shared = static_cast<uint32_t>(ev.shared);
+      e->cooperative = ev.launch_cooperative_grid;
+      e->pdl = ev.launch_pdl;
+      e->oversized_shared_mode = ev.oversized_shared_mode;
+      e->global_scratch_size = ev.global_scratch_size;
+      e->global_scratch_align = ev.global_scratch_align;
+      e->profile_scratch_size = ev.profile_scratch_size;
+      e->profile_scratch_align = ev.profile_scratch_align;
+      e->num_runtime_params = static_cast<uint32_t>(ev.num_runtime_params);
+      e->triton_version = ev.triton_version;
+      for (const TmaRecord& t : ev.tma) {
+        TmaMeta m;
+        m.present = t.present;
+        m.swizzle = t.swizzle;
+        m.elem_size = t.elem_size;
+        m.elem_type = t.elem_type;
+        m.rank = t.rank;
+        for (int i = 0; i < 5; ++i) m.box[i] = t.box[i];
+        m.fp4_padded = t.fp4_padded;
+        e->tma.push_back(m);
+      }
+      e->from_bundle = true;
+      return e;
+    }
+  }
+  return nullptr;
+}
+
+std::string nearest_entries(const KernelState& k, uint32_t target) {
+  load_from_environment();
+  Store& s = store();
+  std::lock_guard<std::mutex> lock(s.mu);
+  std::vector<std::pair<int, std::string>> found;  // (0: same target, 1: other), line
+  for (const Bundle& b : s.bundles) {
+    const ContentsView& c = b.view();
+    for (const EntryView& ev : c.entries) {
+      if (!same_kernel(c.kernels[ev.kernel], k)) continue;
+      std::string opts(ev.options);
+      std::replace(opts.begin(), opts.end(), '\n', ' ');
+      found.emplace_back(ev.target == target ? 0 : 1,
+                         "  " + target_str(ev.target) + (opts.empty() ? "" : " " + opts) + ": " +
+                             std::string(ev.signature) + " (" + b.name() + ")");
+    }
+  }
+  if (found.empty()) {
+    return s.bundles.empty() ? "no kernel bundle is loaded (TRITON_EMBED_BUNDLE, load_bundle())"
+                             : "the loaded bundles hold no entry of this kernel";
+  }
+  std::stable_sort(found.begin(), found.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::ostringstream os;
+  os << "the loaded bundles hold " << found.size() << " entr" << (found.size() == 1 ? "y" : "ies")
+     << " of it, e.g.:";
+  for (size_t i = 0; i < found.size() && i < 3; ++i) os << "\n" << found[i].second;
+  return os.str();
+}
+
+Contents record() {
+  Contents c;
+  c.producer.library_version = library_version();
+  std::set<const KernelState*> inner;  // inner kernels of wrapped ones: not recorded (yet)
+  std::vector<KernelState*> plain;
+  for_each_kernel([&](KernelState& k) {
+    if (k.inner != nullptr) inner.insert(k.inner);
+  });
+  for_each_kernel([&](KernelState& k) {
+    if (k.layers.empty() && inner.count(&k) == 0) plain.push_back(&k);
+  });
+  std::map<std::pair<std::string, std::string>, uint32_t> index;  // one kernel per identity
+  int triton_version = 0;
+  for (KernelState* kp : plain) {
+    KernelState& k = *kp;
+    std::lock_guard<std::mutex> lock(k.cache.mu);
+    if (k.cache.entries.empty()) continue;
+    auto [it, fresh] = index.try_emplace({k.module, k.name}, static_cast<uint32_t>(c.kernels.size()));
+    if (fresh) {
+      Kernel kernel;
+      kernel.module = k.module;
+      kernel.name = k.name;
+      kernel.source_hash = k.source_hash;
+      kernel.params = encode_params(k);
+      c.kernels.push_back(std::move(kernel));
+    }
+    for (const auto& ep : k.cache.entries) {
+      const detail::Entry& e = *ep;
+      if (e.process_local) continue;
+      const CompiledKernel& ck = *e.kernel;
+      bundle::Entry out;
+      out.kernel = it->second;
+      out.target = e.target;
+      out.options = encode_options(interned_options_by_id(e.options)->options);
+      out.key_words = e.key_words;
+      out.hash = ck.hash();
+      out.fn_name = ck.name();
+      out.signature = ck.signature();
+      out.num_warps = ck.num_warps();
+      out.num_ctas = ck.num_ctas();
+      out.num_stages = ck.num_stages();
+      out.shared = ck.shared();
+      out.num_kernel_params = ck.num_kernel_params();
+      out.num_runtime_params = static_cast<int32_t>(e.num_runtime_params);
+      out.triton_version = e.triton_version;
+      out.cluster_dims[0] = ck.num_ctas();
+      out.cluster_dims[1] = out.cluster_dims[2] = 1;
+      out.global_scratch_size = e.global_scratch_size;
+      out.global_scratch_align = e.global_scratch_align;
+      out.profile_scratch_size = e.profile_scratch_size;
+      out.profile_scratch_align = e.profile_scratch_align;
+      out.launch_cooperative_grid = e.cooperative;
+      out.launch_pdl = e.pdl;
+      out.oversized_shared_mode = e.oversized_shared_mode;
+      for (const TmaMeta& m : e.tma) {
+        TmaRecord t;
+        t.present = m.present;
+        t.swizzle = m.swizzle;
+        t.elem_size = m.elem_size;
+        t.elem_type = m.elem_type;
+        t.rank = m.rank;
+        for (int i = 0; i < 5; ++i) t.box[i] = m.box[i];
+        t.fp4_padded = m.fp4_padded;
+        out.tma.push_back(t);
+      }
+      out.cubin = std::string(ck.cubin());
+      out.ptx = std::string(ck.ptx());
+      triton_version = std::max(triton_version, e.triton_version);
+      c.entries.push_back(std::move(out));
+    }
+  }
+  if (triton_version != 0) {
+    c.producer.triton_version =
+        std::to_string(triton_version / 100) + "." + std::to_string(triton_version % 100);
+  }
+  c.producer.note = "recorded by triton_embed";
+  return c;
+}
+
+void record_at_exit_if_asked() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (std::getenv("TRITON_EMBED_RECORD") == nullptr) return;
+    std::atexit([] {
+      const char* path = std::getenv("TRITON_EMBED_RECORD");
+      if (path == nullptr || *path == '\0') return;
+      try {
+        write_file(record(), path);
+      } catch (const std::exception& e) {
+        // At exit there is no caller to throw to: say what was not written, once.
+        std::fprintf(stderr, "triton_embed: TRITON_EMBED_RECORD=%s was not written: %s\n", path,
+                     e.what());
+      }
+    });
+  });
+}
+
+}  // namespace triton_embed::detail::bundle
