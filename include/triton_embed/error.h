@@ -161,7 +161,16 @@ class TRITON_EMBED_API BundleError : public Error {
 };
 
 /*! \brief A launch needs a kernel or a tuning decision that the loaded bundles do not hold
- *  (and compiling is not available); the message names the kernel and the missing entry. */
+ *  (and compiling is not available); the message names the kernel and the missing entry.
+ *  Compiling is not available in a program linked to \c triton_embed::runtime only (no JIT
+ *  layer, no Python): there \c JitFunction(module, name) of a kernel no bundle holds, and a
+ *  cache miss (the message gives the specialised signature and target), raise it, and the
+ *  message says what to do: link \c triton_embed::triton_embed, or build a bundle that holds
+ *  it. A \c LookupError, so a handler of either catches it.
+ *  \code
+ *  try { triton_embed::JitFunction add("pykernels.vector", "add_kernel"); }
+ *  catch (const triton_embed::NotInBundleError& e) { std::cerr << e.what(); }
+ *  \endcode */
 class TRITON_EMBED_API NotInBundleError : public LookupError {
  public:
   using LookupError::LookupError;

@@ -5,6 +5,8 @@
  *
  *  Nothing here has to be called: the first JitFunction starts (or joins) Python with the
  *  defaults. Call initialize() first to choose the interpreter or add module directories.
+ *  The Python parts need the JIT layer (\c triton_embed::triton_embed); a program linked to
+ *  \c triton_embed::runtime only runs no Python (see each function).
  *
  *  Environment variables:
  *  - \c TRITON_EMBED_PYTHON: the python executable whose environment (e.g. a venv) a plain
@@ -59,10 +61,16 @@ struct RuntimeOptions {
 
 /*! \brief Starts or joins the Python interpreter, puts \c pykernels/ and the configured
  *  directories on \c sys.path and imports Triton. Idempotent: later calls only add paths and
- *  set the target. Throws PythonError if the interpreter cannot start. */
+ *  set the target. Throws PythonError if the interpreter cannot start.
+ *
+ *  In a program linked to \c triton_embed::runtime only (no JIT layer) it starts no Python:
+ *  it sets \c options.target if given, and throws NotSupportedError, applying nothing, when
+ *  \c options.python or \c options.python_paths is set (they would be silently lost). The
+ *  \c TRITON_EMBED_PYTHON* variables are not read there. */
 TRITON_EMBED_API void initialize(const RuntimeOptions& options = {});
 
-/*! \brief Puts \p dir at the front of \c sys.path (starts the runtime if needed). */
+/*! \brief Puts \p dir at the front of \c sys.path (starts the runtime if needed). Throws
+ *  NotSupportedError in a program linked to \c triton_embed::runtime only. */
 TRITON_EMBED_API void add_python_path(std::string_view dir);
 
 /*! \brief Compile for \p target from now on (std::nullopt: the current GPU's again). */
@@ -74,6 +82,10 @@ TRITON_EMBED_API std::optional<Target> explicit_target();
 
 /*! \brief What the runtime is running on. */
 struct RuntimeInfo {
+  /*! true: the JIT layer (triton_embed::triton_embed: Python and Triton's compiler) is linked;
+   *  false in a program linked to triton_embed::runtime only, which has no interpreter (every
+   *  other field is then empty) */
+  bool jit = false;
   bool embedded = false;        //!< true: we started the interpreter; false: joined one
   std::string python_version;   //!< e.g. "3.12.3"
   std::string python_executable;
@@ -81,7 +93,8 @@ struct RuntimeInfo {
   std::vector<std::string> python_paths;  //!< directories this library added to sys.path
 };
 
-/*! \brief Starts the runtime if needed and describes it. */
+/*! \brief Starts the runtime if needed and describes it. In a program linked to
+ *  \c triton_embed::runtime only: \c jit is false and every other field empty. */
 TRITON_EMBED_API RuntimeInfo runtime_info();
 
 /*! \brief True when a CUDA driver and at least one device are usable (never throws). */

@@ -1,6 +1,7 @@
 #include "core/arg_format.h"
 
 #include <cinttypes>
+#include <cstdint>
 #include <cstdio>
 #include <sstream>
 
@@ -134,6 +135,37 @@ std::string call_signature(const KernelState& kernel) {
   for (size_t i = 0; i < kernel.params.size(); ++i) {
     if (i) s += ", ";
     s += kernel.params[i].name;
+  }
+  return s + ")";
+}
+
+std::string specialized_signature(const KernelState& kernel, const LeafList& leaves) {
+  std::string s = kernel.name + "(";
+  uint32_t param = UINT32_MAX;
+  bool open = true;  // no element written yet since the last '(' (no ", " before the next)
+  for (uint32_t i = 0; i < leaves.n; ++i) {
+    const Leaf& leaf = leaves.leaves[i];
+    if (leaf.param != param) {
+      if (param != UINT32_MAX) s += ", ";
+      param = leaf.param;
+      s += (param < kernel.params.size() ? kernel.params[param].name : "?") + ": ";
+      open = true;
+    }
+    if (leaf.kind == LeafKind::kTupleEnd) {
+      s += ")";
+      open = false;
+      continue;
+    }
+    if (!open) s += ", ";
+    s += leaf_type_name(leaf);
+    open = leaf.kind == LeafKind::kTupleBegin;
+    if (leaf.kind == LeafKind::kConstexpr && leaf.value != nullptr) {
+      s += leaf.value->kind == ArgKind::kInt && !leaf.value->big
+               ? " = " + std::to_string(leaf.value->i)
+               : " (" + describe_value(*leaf.value) + ")";
+    } else if (leaf.key == SpecKey::kDiv16) {
+      s += " D";
+    }
   }
   return s + ")";
 }

@@ -5,12 +5,13 @@
 #include <cstring>
 
 #include "core/errors.h"
+#include "core/internal_api.h"
 #include "core/kernel_state.h"
 
 namespace triton_embed::detail {
 
 // TypeError: the call passed too few or too many arguments (as Python's binder raises).
-[[noreturn]] void throw_arg_count(const KernelState& k, size_t nargs);
+[[noreturn]] TE_INTERNAL_API void throw_arg_count(const KernelState& k, size_t nargs);
 
 // The arguments with the Python defaults of the parameters left out filled in: `args` itself
 // when every parameter was passed, else `buf` (kMaxArgs values).

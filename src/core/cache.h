@@ -18,6 +18,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/internal_api.h"
 #include "core/word_hash.h"
 #include "triton_embed/jit.h"
 
@@ -119,7 +120,7 @@ struct alignas(64) Entry {
 
 class EntryTable {
  public:
-  EntryTable();
+  TE_INTERNAL_API EntryTable();
   Entry* find(const Key& k, uint64_t h) const noexcept {
     const Slots* s = current_.load(std::memory_order_acquire);
     size_t i = h & s->mask;

@@ -1,6 +1,7 @@
 #pragma once
 
-// The slow paths: compiling a missing cache entry and loading it into a context.
+// The slow paths: compiling a missing cache entry (through the JIT layer, core/jit_hooks.h)
+// and loading it into a context.
 
 #include "core/cache.h"
 #include "core/kernel_state.h"
@@ -10,7 +11,8 @@
 namespace triton_embed::detail {
 
 // The entry for `key`, compiled with Triton if needed. Threads that miss the same key wait
-// for one compile; a failed compile is not cached. Releases the GIL while waiting.
+// for one compile; a failed compile is not cached. Releases the GIL while waiting. Without the
+// JIT layer (a runtime-only program): NotInBundleError.
 Entry* compile_entry(KernelState& kernel, const InternedOptions& options, const Key& key,
                      uint64_t hash, const ArgValue* args, const LeafList& leaves);
 

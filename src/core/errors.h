@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/internal_api.h"
 #include "triton_embed/error.h"
 
 #define TE_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -21,7 +22,7 @@ namespace triton_embed::detail {
 // Throws a new exception of the same type and message as the one `p` holds (an exception
 // thrown to several threads, e.g. a failed compile's to the threads that waited for it:
 // each gets its own object rather than one shared across threads). Others are rethrown.
-[[noreturn]] void rethrow_copy(const std::exception_ptr& p);
+[[noreturn]] TE_INTERNAL_API void rethrow_copy(const std::exception_ptr& p);
 
 
 class ErrorStream {

@@ -19,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/internal_api.h"
 #include "core/memo.h"
 #include "triton_embed/autotune.h"
 #include "triton_embed/detail/arg_value.h"
@@ -168,9 +169,13 @@ struct CallMemo {
   std::vector<std::unique_ptr<CallTail>> tails;
 };
 
-// ---- slow paths (Python; src/python/layers.cc) ----------------------------------------
+// ---- slow paths ------------------------------------------------------------------------
+//
+// Python runs them (src/python/layers.cc); the runtime's definitions (src/core/jit_hooks.cc)
+// call the JIT layer through core/jit_hooks.h, and without it raise NotInBundleError
+// (run_config_pre_hook: NotSupportedError).
 
-// Reads the wrappers of a kernel (outermost first) into layers. GIL held.
+// Reads the wrappers of a kernel (outermost first) into layers. GIL held. JIT layer only.
 void load_layers(KernelState& outer, void* wrappers_list);
 // Runs heuristic `h` in Python on the frame; memoises the result when it can.
 ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f);
@@ -195,7 +200,8 @@ std::vector<HookedBlock> run_config_pre_hook(KernelState& k, const TuneLayer& t,
 // ---- the layered call (src/core/layers.cc) ---------------------------------------------
 
 // The memo key of a heuristic: exactly what its plan says it read.
-void heuristic_memo_key(const HeuristicPlan& plan, const Frame& f, MemoKey& key);
+TE_INTERNAL_API void heuristic_memo_key(const HeuristicPlan& plan, const Frame& f,
+                                        MemoKey& key);
 
 // The launch path of a layered call up to the driver call (host_path_dry_run of the inner
 // kernel after the layers): the CPU benchmark's and tests' view of it.

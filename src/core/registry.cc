@@ -1,7 +1,5 @@
 #include "core/registry.h"
 
-#include <Python.h>
-
 #include <map>
 #include <memory>
 #include <mutex>
@@ -51,21 +49,6 @@ void for_each_kernel(const std::function<void(KernelState&)>& f) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   for (auto& [key, k] : r.kernels) f(*k);
-}
-
-void release_python_objects() {
-  // Take the references out under the registry lock, drop them after releasing it: a decref
-  // can run Python code that lets another thread (holding the GIL) wait on this lock.
-  std::vector<void*> refs;
-  for_each_kernel([&](KernelState& k) {
-    refs.push_back(k.py_jit_function);
-    refs.push_back(k.py_object);
-    k.py_jit_function = nullptr;
-    k.py_object = nullptr;
-    for (void* o : k.py_default_objects) refs.push_back(o);
-    k.py_default_objects.clear();
-  });
-  for (void* o : refs) Py_XDECREF(static_cast<PyObject*>(o));
 }
 
 const std::vector<ParamInfo>& kernel_params(const KernelState* kernel) noexcept {

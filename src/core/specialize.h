@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/internal_api.h"
 #include "core/cache.h"
 #include "core/kernel_state.h"
 #include "triton_embed/detail/arg_value.h"
@@ -47,7 +48,7 @@ struct LeafList {
 
 // Specialises every parameter. `args` holds one value per parameter (defaults filled in).
 // Throws TypeError / ValueError naming the kernel, argument and what to pass instead.
-void specialize(const KernelState& kernel, const ArgValue* args, LeafList& out);
+TE_INTERNAL_API void specialize(const KernelState& kernel, const ArgValue* args, LeafList& out);
 
 // Writes the cache key words for the leaves (the caller sets target and options).
 void build_key(const KernelState& kernel, const LeafList& leaves, Key& key);
@@ -74,7 +75,7 @@ uint64_t pack_leaf(const KernelState& kernel, const Leaf& leaf);
 [[noreturn]] void throw_host_memory(const KernelState& kernel, uint32_t param);
 
 // Triton's signature type of a leaf: "i32", "*kfp16", "constexpr" (tuple markers: "(" ")").
-std::string leaf_type_name(const Leaf& leaf);
+TE_INTERNAL_API std::string leaf_type_name(const Leaf& leaf);
 
 // Double to IEEE half bits exactly as CPython's PyFloat_Pack2 (round half to even); false
 // when the value overflows fp16 (Python raises OverflowError there).

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "core/internal_api.h"
 #include "triton_embed/runtime.h"
 
 namespace triton_embed::detail {
@@ -14,7 +15,7 @@ inline uint32_t target_code(int arch, int warp_size) {
 }
 inline int target_arch(uint32_t code) { return static_cast<int>(code & 0xFFFF); }
 inline int target_warp_size(uint32_t code) { return static_cast<int>(code >> 16); }
-std::string target_str(uint32_t code);
+TE_INTERNAL_API std::string target_str(uint32_t code);
 
 // 0 when no explicit target is set. Reads TRITON_EMBED_TARGET on first use.
 uint32_t explicit_target_code();

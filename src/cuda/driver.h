@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "core/internal_api.h"
+
 namespace triton_embed::detail::cuda {
 
 struct Api {
@@ -45,7 +47,7 @@ struct Api {
 };
 
 // Loads libcuda.so.1 and calls cuInit once. Never throws; check ok.
-const Api& api() noexcept;
+TE_INTERNAL_API const Api& api() noexcept;
 
 // The driver, or NoDeviceError saying why it is unusable.
 const Api& require_api();
@@ -92,6 +94,6 @@ struct ContextInfo {
 // The calling thread's current context. When none is current, retains device 0's primary
 // context and makes it current (as Triton's launcher does). Throws NoDeviceError without a
 // usable driver.
-const ContextInfo& current_context();
+TE_INTERNAL_API const ContextInfo& current_context();
 
 }  // namespace triton_embed::detail::cuda

@@ -1,5 +1,5 @@
-// The cache-miss path: compile with Triton (once per key across threads) and build the
-// cache entry.
+// The JIT layer's side of a cache miss: compile with Triton and build the cache entry
+// (core/compile.cc compiles each key once across threads and publishes the entry).
 
 #include "core/compile.h"
 
@@ -12,6 +12,7 @@
 #include "core/target.h"
 #include "python/convert.h"
 #include "python/interpreter.h"
+#include "python/jit_layer.h"
 
 namespace triton_embed::detail {
 
@@ -158,66 +159,10 @@ std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, 
 
 }  // namespace
 
-Entry* compile_entry(KernelState& k, const InternedOptions& opts, const Key& key, uint64_t h,
-                     const ArgValue* args, const LeafList& leaves) {
-  py::ReleaseGilIfHeld no_gil;  // never wait on our mutex holding the GIL
-  std::shared_ptr<Pending> mine;
-  {
-    std::unique_lock<std::mutex> lock(k.cache.mu);
-    if (Entry* e = k.cache.table.find(key, h)) return e;
-    for (const auto& p : k.cache.pending) {
-      if (p->matches(key, h)) {
-        std::shared_ptr<Pending> other = p;
-        ++other->waiters;
-        other->cv.wait(lock, [&] { return other->done; });
-        --other->waiters;
-        if (other->error) rethrow_copy(other->error);
-        return other->entry;
-      }
-    }
-    mine = std::make_shared<Pending>();
-    mine->target = key.target;
-    mine->options = key.options;
-    mine->hash = h;
-    mine->key_words.assign(key.w, key.w + key.n);
-    k.cache.pending.push_back(mine);
-  }
-
-  std::unique_ptr<Entry> entry;
-  std::exception_ptr error;
-  try {
-    entry = build_entry(k, opts, key, h, args, leaves);
-  } catch (...) {
-    error = std::current_exception();
-  }
-
-  std::lock_guard<std::mutex> lock(k.cache.mu);
-  Entry* raw = nullptr;
-  if (!error) {
-    try {
-      raw = entry.get();
-      k.cache.entries.push_back(std::move(entry));  // owned before it is published
-      try {
-        k.cache.table.insert(raw);  // may grow the table; nothing is published if it throws
-      } catch (...) {
-        k.cache.entries.pop_back();
-        throw;
-      }
-    } catch (...) {
-      raw = nullptr;
-      error = std::current_exception();
-    }
-  }
-  // Every waiter wakes with the entry or the error; a failure is not cached, so the next
-  // call compiles again.
-  auto& pending = k.cache.pending;
-  pending.erase(std::remove(pending.begin(), pending.end(), mine), pending.end());
-  mine->entry = raw;
-  mine->error = error;
-  mine->done = true;
-  mine->cv.notify_all();
-  if (error) rethrow_copy(error);
-  return raw;
+std::unique_ptr<Entry> python_build_entry(KernelState& k, const InternedOptions& opts,
+                                          const Key& key, uint64_t h, const ArgValue* args,
+                                          const LeafList& leaves) {
+  return build_entry(k, opts, key, h, args, leaves);
 }
 
 }  // namespace triton_embed::detail

@@ -7,12 +7,14 @@
 #include "core/errors.h"
 #include "python/convert.h"
 #include "python/interpreter.h"
+#include "python/jit_layer.h"
 
 namespace triton_embed::detail {
 
 namespace pyb = pybind11;
 
-void interpret(KernelState* kernel, const GridSpec& grid, const ArgValue* args, size_t nargs) {
+void python_interpret(KernelState* kernel, const GridSpec& grid, const ArgValue* args,
+                      size_t nargs) {
   KernelState& k = *kernel;
   if (!k.layers.empty()) {
     CallArgs call;

@@ -13,6 +13,7 @@
 
 #include "core/errors.h"
 #include "core/registry.h"
+#include "python/jit_layer.h"
 
 namespace triton_embed::detail {
 extern const char kGlueSource[];
@@ -333,10 +334,10 @@ std::string format_exception(const pyb::error_already_set& e) {
 
 }  // namespace triton_embed::detail::py
 
-namespace triton_embed {
+namespace triton_embed::detail::py {
 
 void initialize(const RuntimeOptions& options) {
-  detail::py::ensure_runtime(&options);
+  detail::py::ensure_runtime(&options);  // the runtime's initialize() sets the target
   if (!options.python_paths.empty()) {
     detail::py::Gil gil;
     try {
@@ -345,7 +346,6 @@ void initialize(const RuntimeOptions& options) {
       throw PythonError("initialize: " + detail::py::format_exception(e));
     }
   }
-  if (options.target.has_value()) set_target(options.target);
 }
 
 void add_python_path(std::string_view dir) {
@@ -362,6 +362,7 @@ RuntimeInfo runtime_info() {
   detail::py::ensure_runtime();
   auto& s = detail::py::state();
   RuntimeInfo info;
+  info.jit = true;
   info.embedded = s.embedded;
   info.python_version = s.python_version;
   info.python_executable = s.python_exe;
@@ -371,4 +372,4 @@ RuntimeInfo runtime_info() {
   return info;
 }
 
-}  // namespace triton_embed
+}  // namespace triton_embed::detail::py

@@ -11,6 +11,7 @@
 #include "core/registry.h"
 #include "python/convert.h"
 #include "python/interpreter.h"
+#include "python/jit_layer.h"
 
 namespace triton_embed::detail {
 
@@ -107,7 +108,22 @@ KernelState* register_state(const std::string& module, const std::string& key,
 
 }  // namespace
 
-KernelState* load_kernel(std::string_view module_sv, std::string_view name_sv) {
+void release_python_objects() {
+  // Take the references out under the registry lock, drop them after releasing it: a decref
+  // can run Python code that lets another thread (holding the GIL) wait on this lock.
+  std::vector<void*> refs;
+  for_each_kernel([&](KernelState& k) {
+    refs.push_back(k.py_jit_function);
+    refs.push_back(k.py_object);
+    k.py_jit_function = nullptr;
+    k.py_object = nullptr;
+    for (void* o : k.py_default_objects) refs.push_back(o);
+    k.py_default_objects.clear();
+  });
+  for (void* o : refs) Py_XDECREF(static_cast<PyObject*>(o));
+}
+
+KernelState* python_load_kernel(std::string_view module_sv, std::string_view name_sv) {
   const std::string module(module_sv), name(name_sv);
   if (KernelState* k = find_kernel(module, name)) return k;
   py::ensure_runtime();

@@ -23,6 +23,7 @@
 #include "cuda/driver.h"
 #include "python/convert.h"
 #include "python/interpreter.h"
+#include "python/jit_layer.h"
 #include "triton_embed/detail/testing.h"
 
 namespace triton_embed {
@@ -271,7 +272,7 @@ void load_layers(KernelState& k, void* wrappers_list) {
 
 // ---- heuristics ----------------------------------------------------------------------------
 
-ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
+ArgValue python_eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
   g_python_calls.fetch_add(1, std::memory_order_relaxed);
   py::ensure_runtime();
   py::InFlight in_flight;
@@ -365,7 +366,8 @@ ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
 
 // ---- autotune ------------------------------------------------------------------------------
 
-const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key, uint64_t hash) {
+const Choice* python_tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key,
+                          uint64_t hash) {
   py::ReleaseGilIfHeld no_gil;  // never wait on our mutex holding the GIL
   std::shared_ptr<PendingTune> mine;
   {
@@ -480,7 +482,7 @@ const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& 
   return raw;
 }
 
-std::vector<const Choice*> pruned_choices(KernelState& k, TuneLayer& t, const Frame& f) {
+std::vector<const Choice*> python_pruned_choices(KernelState& k, TuneLayer& t, const Frame& f) {
   g_python_calls.fetch_add(1, std::memory_order_relaxed);
   py::ensure_runtime();
   py::InFlight in_flight;
@@ -518,8 +520,8 @@ std::vector<const Choice*> pruned_choices(KernelState& k, TuneLayer& t, const Fr
   return out;
 }
 
-std::vector<HookedBlock> run_config_pre_hook(KernelState& k, const TuneLayer& t, const Choice& c,
-                                             const Frame& f) {
+std::vector<HookedBlock> python_run_config_pre_hook(KernelState& k, const TuneLayer& t,
+                                                    const Choice& c, const Frame& f) {
   g_python_calls.fetch_add(1, std::memory_order_relaxed);
   py::ensure_runtime();
   py::InFlight in_flight;

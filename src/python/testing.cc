@@ -1,6 +1,6 @@
-#include "triton_embed/detail/testing.h"
+// The test hooks of detail/testing.h that call Python (the rest: src/core/testing.cc).
 
-#include <mutex>
+#include "triton_embed/detail/testing.h"
 
 #include "core/bind.h"
 #include "core/errors.h"
@@ -28,21 +28,5 @@ long compile_count() {
   py::Gil gil;
   return py::glue().attr("compile_count").cast<long>();
 }
-
-size_t cache_size(const JitFunction& fn) {
-  Cache& c = fn.state()->cache;
-  std::lock_guard<std::mutex> lock(c.mu);
-  return c.table.size();
-}
-
-int compile_waiters(const JitFunction& fn) {
-  Cache& c = fn.state()->cache;
-  std::lock_guard<std::mutex> lock(c.mu);
-  int n = 0;
-  for (const auto& p : c.pending) n += p->waiters;
-  return n;
-}
-
-bool half_bits(double value, uint16_t* bits) { return double_to_half_bits(value, bits); }
 
 }  // namespace triton_embed::detail::testing

@@ -1,4 +1,5 @@
-# Builds and runs tests/cmake/consumer against this build of triton_embed.
+# Builds and runs tests/cmake/consumer against this build of triton_embed: `consumer` (the
+# JIT) and `consumer_runtime` (linked to triton_embed::runtime only: needs no libpython).
 #   MODE=find_package: installs BUILD_DIR into WORK_DIR/prefix and uses find_package.
 #   MODE=fetchcontent: the consumer pulls SOURCE_DIR in with FetchContent.
 cmake_minimum_required(VERSION 3.22)
@@ -30,4 +31,23 @@ if(NOT rc EQUAL 0)
 endif()
 if(MODE STREQUAL "find_package" AND NOT out MATCHES "prefix/share/triton_embed/python")
   message(FATAL_ERROR "the installed library did not put its share/ pykernels on sys.path")
+endif()
+
+execute_process(COMMAND "${WORK_DIR}/build/consumer_runtime" RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                ERROR_VARIABLE err)
+message("${out}${err}")
+if(NOT rc EQUAL 0 OR NOT out MATCHES "NotInBundleError: cannot load kernel pykernels.vector.add_kernel")
+  message(FATAL_ERROR "the runtime-only consumer failed (${rc})")
+endif()
+run("${CMAKE_COMMAND}" "-DFILES=${WORK_DIR}/build/consumer_runtime"
+    "-DFORBID=^(libpython|libtriton_embed[.]so|libtorch|libc10)"
+    -P "${CMAKE_CURRENT_LIST_DIR}/check_needed.cmake")
+if(MODE STREQUAL "find_package")
+  file(GLOB runtime_lib "${WORK_DIR}/prefix/lib*/libtriton_embed_runtime.so")
+  if(NOT runtime_lib)
+    message(FATAL_ERROR "no libtriton_embed_runtime.so installed under ${WORK_DIR}/prefix")
+  endif()
+  run("${CMAKE_COMMAND}" "-DFILES=${runtime_lib}"
+      "-DFORBID=^(libpython|libtriton_embed[.]so|libtorch|libc10)"
+      -P "${CMAKE_CURRENT_LIST_DIR}/check_needed.cmake")
 endif()

@@ -17,6 +17,7 @@ namespace {
 
 TEST(Runtime, EmbedsAndReleasesTheGil) {
   const te::RuntimeInfo info = te::runtime_info();
+  EXPECT_TRUE(info.jit);       // linked to triton_embed::triton_embed: the JIT layer is there
   EXPECT_TRUE(info.embedded);  // a plain C++ executable: the library started Python
   EXPECT_EQ(info.python_version.rfind("3.", 0), 0u);
   EXPECT_EQ(info.triton_version.rfind("3.", 0), 0u);

@@ -1,0 +1,27 @@
+// The test hooks of detail/testing.h that need no Python (the rest: src/python/testing.cc).
+
+#include <mutex>
+
+#include "core/kernel_state.h"
+#include "core/specialize.h"
+#include "triton_embed/detail/testing.h"
+
+namespace triton_embed::detail::testing {
+
+size_t cache_size(const JitFunction& fn) {
+  Cache& c = fn.state()->cache;
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.table.size();
+}
+
+int compile_waiters(const JitFunction& fn) {
+  Cache& c = fn.state()->cache;
+  std::lock_guard<std::mutex> lock(c.mu);
+  int n = 0;
+  for (const auto& p : c.pending) n += p->waiters;
+  return n;
+}
+
+bool half_bits(double value, uint16_t* bits) { return double_to_half_bits(value, bits); }
+
+}  // namespace triton_embed::detail::testing
