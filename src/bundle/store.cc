@@ -1,5 +1,7 @@
 #include "bundle/store.h"
 
+#include <cstdio>
+
 #include <algorithm>
 #include <cstdlib>
 #include <deque>
@@ -15,6 +17,7 @@
 #include "core/errors.h"
 #include "core/registry.h"
 #include "core/target.h"
+#include "triton_embed/bundle.h"
 
 namespace triton_embed::detail::bundle {
 
@@ -90,7 +93,7 @@ std::unique_ptr<KernelState> make_kernel_state(std::string_view module, std::str
   return nullptr;
 }
 
-std::unique_ptr<Entry> make_entry(const KernelState& k, const InternedOptions& options,
+std::unique_ptr<detail::Entry> make_entry(const KernelState& k, const InternedOptions& options,
                                   const Key& key, uint64_t hash) {
   load_from_environment();
   const std::string opts = encode_options(options.options);
@@ -123,7 +126,7 @@ std::unique_ptr<Entry> make_entry(const KernelState& k, const InternedOptions& o
       f.profile_scratch_align = ev.profile_scratch_align;
       f.launch_cooperative_grid = ev.launch_cooperative_grid;
       f.launch_pdl = ev.launch_pdl;
-      auto e = std::make_unique<Entry>();
+      auto e = std::make_unique<detail::Entry>();
       e->target = key.target;
       e->options = key.options;
       e->hash = hash;
@@ -168,8 +171,7 @@ std::string nearest_entries(const KernelState& k, uint32_t target) {
     const ContentsView& c = b.view();
     for (const EntryView& ev : c.entries) {
       if (!same_kernel(c.kernels[ev.kernel], k)) continue;
-      std::string opts(ev.options);
-      std::replace(opts.begin(), opts.end(), '\n', ' ');
+      const std::string opts = decode_options(ev.options, where(b, c.kernels[ev.kernel])).str();
       found.emplace_back(ev.target == target ? 0 : 1,
                          "  " + target_str(ev.target) + (opts.empty() ? "" : " " + opts) + ": " +
                              std::string(ev.signature) + " (" + b.name() + ")");
@@ -286,3 +288,17 @@ void record_at_exit_if_asked() {
 }
 
 }  // namespace triton_embed::detail::bundle
+
+namespace triton_embed {
+
+void load_bundle(const std::string& path) { detail::bundle::add(detail::bundle::Bundle::open(path)); }
+
+void load_bundle_from_memory(const void* data, size_t size, std::string_view name) {
+  detail::bundle::add(detail::bundle::Bundle::from_memory(data, size, std::string(name)));
+}
+
+void write_bundle(const std::string& path) {
+  detail::bundle::write_file(detail::bundle::record(), path);
+}
+
+}  // namespace triton_embed

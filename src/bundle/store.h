@@ -30,7 +30,7 @@ std::unique_ptr<KernelState> make_kernel_state(std::string_view module, std::str
 // The cache entry the loaded bundles hold for `key` of kernel `k` (same module, name and, when
 // k knows it, source hash; same target, options and key words), or nullptr. The cubin is
 // copied once, into the entry's CompiledKernel.
-std::unique_ptr<Entry> make_entry(const KernelState& k, const InternedOptions& options,
+std::unique_ptr<detail::Entry> make_entry(const KernelState& k, const InternedOptions& options,
                                   const Key& key, uint64_t hash);
 
 // What the loaded bundles hold of kernel k, for NotInBundleError: up to three entries, those

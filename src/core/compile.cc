@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 
+#include "bundle/store.h"
 #include "core/arg_format.h"
 #include "core/errors.h"
 #include "core/jit_hooks.h"
@@ -16,16 +17,20 @@ namespace triton_embed::detail {
 
 namespace {
 
-// A miss in a program with no JIT layer: nothing can build the entry.
-[[noreturn]] void throw_not_in_bundle(const KernelState& k, const Key& key,
-                                      const LeafList& leaves) {
+// A miss that no loaded bundle holds, in a program with no JIT layer: nothing can build the
+// entry. Says what was asked for and what the bundles hold of the kernel.
+[[noreturn]] void throw_not_in_bundle(const KernelState& k, const InternedOptions& opts,
+                                      const Key& key, const LeafList& leaves) {
   TE_THROW(NotInBundleError) << full_name(k) << " specialised as "
                              << specialized_signature(k, leaves) << " for "
                              << target_str(key.target)
-                             << " is in no kernel bundle; this program links "
-                             << "triton_embed::runtime only, which compiles nothing: link "
-                             << "triton_embed::triton_embed to compile it with Triton on first "
-                             << "use, or build a kernel bundle that holds this specialisation";
+                             << (opts.options.empty() ? "" : " with " + opts.options.str())
+                             << " is in no kernel bundle ("
+                             << bundle::nearest_entries(k, key.target)
+                             << ")\nthis program links triton_embed::runtime only, which "
+                             << "compiles nothing: link triton_embed::triton_embed to compile it "
+                             << "with Triton on first use, or build a kernel bundle that holds "
+                             << "this specialisation";
 }
 
 }  // namespace
@@ -33,7 +38,6 @@ namespace {
 Entry* compile_entry(KernelState& k, const InternedOptions& opts, const Key& key, uint64_t h,
                      const ArgValue* args, const LeafList& leaves) {
   const JitHooks* hooks = jit_hooks();
-  if (hooks == nullptr) throw_not_in_bundle(k, key, leaves);
   ReleaseGil no_gil;  // never wait on our mutex holding the GIL
   std::shared_ptr<Pending> mine;
   {
@@ -60,7 +64,13 @@ Entry* compile_entry(KernelState& k, const InternedOptions& opts, const Key& key
   std::unique_ptr<Entry> entry;
   std::exception_ptr error;
   try {
-    entry = hooks->build_entry(k, opts, key, h, args, leaves);
+    // A loaded bundle's entry first (no compile), else Triton through the JIT layer.
+    entry = bundle::make_entry(k, opts, key, h);
+    if (!entry) {
+      if (hooks == nullptr) throw_not_in_bundle(k, opts, key, leaves);
+      entry = hooks->build_entry(k, opts, key, h, args, leaves);
+      entry->process_local = key.process_local != 0;
+    }
   } catch (...) {
     error = std::current_exception();
   }

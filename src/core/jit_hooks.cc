@@ -7,6 +7,7 @@
 #include <atomic>
 #include <string>
 
+#include "bundle/store.h"
 #include "core/arg_format.h"
 #include "core/errors.h"
 #include "core/registry.h"
@@ -49,7 +50,15 @@ ReleaseGil::~ReleaseGil() {
 
 KernelState* load_kernel(std::string_view module, std::string_view name) {
   if (KernelState* k = find_kernel(std::string(module), std::string(name))) return k;
+  bundle::record_at_exit_if_asked();
+  // With the JIT layer the kernel comes from Python (its bundle entries still serve its cache
+  // misses); without it, from the loaded bundles' parameter tables.
   if (const JitHooks* h = jit_hooks()) return h->load_kernel(module, name);
+  if (std::unique_ptr<KernelState> k = bundle::make_kernel_state(module, name)) {
+    const std::string module_key(module), key(name);
+    std::unique_ptr<KernelState> loser;  // another thread's, when it registered first
+    return insert_kernel(module_key, key, std::move(k), &loser);
+  }
   TE_THROW(NotInBundleError) << "cannot load kernel " << module << "." << name
                              << ": no kernel bundle holds it; " << kLinkTheJit;
 }

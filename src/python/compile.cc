@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/arg_format.h"
+#include "core/compiled_kernel.h"
 #include "core/errors.h"
 #include "core/target.h"
 #include "python/convert.h"
@@ -18,29 +19,32 @@ namespace triton_embed::detail {
 
 namespace pyb = pybind11;
 
-struct CompiledKernelAccess {
-  static std::unique_ptr<CompiledKernel> from_python(const pyb::dict& d, uint32_t target) {
-    std::unique_ptr<CompiledKernel> k(new CompiledKernel());
-    k->hash_ = d["hash"].cast<std::string>();
-    k->name_ = d["name"].cast<std::string>();
-    k->target_ = target_str(target);
-    k->signature_ = d["signature"].cast<std::string>();
-    k->cubin_ = d["cubin"].cast<std::string>();
-    k->ptx_ = d["ptx"].cast<std::string>();
-    k->num_warps_ = d["num_warps"].cast<int>();
-    k->num_ctas_ = d["num_ctas"].cast<int>();
-    k->num_stages_ = d["num_stages"].cast<int>();
-    k->shared_ = d["shared"].cast<int>();
-    k->global_scratch_size_ = d["global_scratch_size"].cast<size_t>();
-    k->global_scratch_align_ = d["global_scratch_align"].cast<size_t>();
-    k->profile_scratch_size_ = d["profile_scratch_size"].cast<size_t>();
-    k->profile_scratch_align_ = d["profile_scratch_align"].cast<size_t>();
-    k->launch_cooperative_grid_ = d["launch_cooperative_grid"].cast<bool>();
-    k->launch_pdl_ = d["launch_pdl"].cast<bool>();
-    k->num_kernel_params_ = d["runtime_params"].cast<int>() + 2;
-    return k;
-  }
-};
+namespace {
+
+// Triton's compile result (glue.compile's dict) as a CompiledKernel.
+std::unique_ptr<CompiledKernel> compiled_from_python(const pyb::dict& d, uint32_t target) {
+  CompiledKernelFields f;
+  f.hash = d["hash"].cast<std::string>();
+  f.name = d["name"].cast<std::string>();
+  f.target = target_str(target);
+  f.signature = d["signature"].cast<std::string>();
+  f.cubin = d["cubin"].cast<std::string>();
+  f.ptx = d["ptx"].cast<std::string>();
+  f.num_warps = d["num_warps"].cast<int>();
+  f.num_ctas = d["num_ctas"].cast<int>();
+  f.num_stages = d["num_stages"].cast<int>();
+  f.shared = d["shared"].cast<int>();
+  f.global_scratch_size = d["global_scratch_size"].cast<size_t>();
+  f.global_scratch_align = d["global_scratch_align"].cast<size_t>();
+  f.profile_scratch_size = d["profile_scratch_size"].cast<size_t>();
+  f.profile_scratch_align = d["profile_scratch_align"].cast<size_t>();
+  f.launch_cooperative_grid = d["launch_cooperative_grid"].cast<bool>();
+  f.launch_pdl = d["launch_pdl"].cast<bool>();
+  f.num_kernel_params = d["runtime_params"].cast<int>() + 2;
+  return CompiledKernelAccess::make(std::move(f));
+}
+
+}  // namespace
 
 namespace {
 
@@ -105,7 +109,7 @@ std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, 
   e->hash = h;
   e->set_key(key);
   try {
-    e->kernel = CompiledKernelAccess::from_python(r, key.target);
+    e->kernel = compiled_from_python(r, key.target);
     const std::string instr = r["instrumentation_mode"].cast<std::string>();
     TE_CHECK(instr.find("gsan") == std::string::npos, NotSupportedError)
         << full_name(k) << ": Triton's gsan instrumentation adds a launch argument that "

@@ -53,6 +53,9 @@ std::unique_ptr<KernelState> make_state(const std::string& module, const std::st
   k->module = module;
   k->name = fn_name;
   k->triton_version = py::triton_major() * 100 + py::triton_minor();
+  // Triton's hash of the source and what it depends on (its disk cache key): a bundle entry
+  // recorded from other source is never used for this kernel.
+  k->source_hash = pyb::str(fn.attr("cache_key")).cast<std::string>();
   Py_INCREF(fn.ptr());
   k->py_jit_function = fn.ptr();
   bool seen_default = false;

@@ -2,11 +2,15 @@
 // and the JitFunction API are the same; what needs the JIT says so with a typed error.
 
 #include <gtest/gtest.h>
+#include <triton_embed/bundle.h>
+#include <triton_embed/detail/testing.h>
 #include <triton_embed/jit.h>
 
 #include <fstream>
 #include <string>
 #include <type_traits>
+
+#include "bundle_calls.h"
 
 namespace te = triton_embed;
 
@@ -105,6 +109,69 @@ TEST(RuntimeOnly, PythonOptionsRaiseNotSupportedError) {
             "add_python_path(\"/opt/kernels\"): this program links triton_embed::runtime only, "
             "which starts no Python: link triton_embed::triton_embed to load kernels from Python "
             "modules");
+}
+
+// With the bundle bundle_record wrote (TRITON_EMBED_BUNDLE; CTest runs these as
+// runtime_only_bundle, the rest of this file without a bundle).
+class RuntimeOnlyBundle : public ::testing::Test {
+ protected:
+  void SetUp() override { te::set_target(te::Target::parse("cuda:90")); }
+  void TearDown() override { te::set_target(std::nullopt); }
+};
+
+TEST_F(RuntimeOnlyBundle, KernelsLoadFromTheBundleWithTheirParameters) {
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  ASSERT_EQ(add.params().size(), 5u);
+  const char* names[] = {"x_ptr", "y_ptr", "out_ptr", "n_elements", "BLOCK"};
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(add.params()[i].name, names[i]);
+    EXPECT_EQ(add.params()[i].is_constexpr, i == 4) << names[i];
+  }
+  EXPECT_EQ(add.signature(), "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK: constexpr)");
+}
+
+TEST_F(RuntimeOnlyBundle, RecordedCallsResolveToTheRecordedKernels) {
+  const std::map<std::string, std::string> expected = te_bundle::read_hashes();
+  ASSERT_EQ(expected.size(), 4u) << te_bundle::hashes_path();
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  for (const char* which : te_bundle::kRecorded) {
+    const te::CompiledKernel& k = te_bundle::compile_call(add, which);
+    EXPECT_EQ(k.hash(), expected.at(which)) << which;
+    EXPECT_FALSE(k.cubin().empty());
+    EXPECT_EQ(k.target(), "cuda:90");
+  }
+  // The launch path up to the driver call: a cache hit, the arguments packed as recorded.
+  uint64_t slots[8] = {};
+  EXPECT_EQ(te::detail::testing::dry_run(add, slots, te_bundle::kX, te_bundle::kY,
+                                         te_bundle::kOut, 4096, 1024),
+            4);
+  EXPECT_EQ(slots[0], 0x10000u);
+  EXPECT_EQ(slots[3], 4096u);
+}
+
+TEST_F(RuntimeOnlyBundle, ASpecialisationNoBundleHoldsRaisesNotInBundleError) {
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  const std::string m = message_of<te::NotInBundleError>(
+      [&] { add.compile(te_bundle::kX, te_bundle::kY, te_bundle::kOut, 4096, 512); });
+  const std::string head =
+      "pykernels.vector.add_kernel specialised as add_kernel(x_ptr: *fp32 D, y_ptr: *fp32 D, "
+      "out_ptr: *fp32 D, n_elements: i32 D, BLOCK: constexpr = 512) for cuda:90 is in no kernel "
+      "bundle (the loaded bundles hold 4 entries of it, e.g.:\n  cuda:90: add_kernel(";
+  EXPECT_EQ(m.substr(0, head.size()), head) << m;
+  EXPECT_NE(m.find(")\nthis program links triton_embed::runtime only"), std::string::npos) << m;
+  // Another target: the entries of the bundle's target are what it names.
+  te::set_target(te::Target::parse("cuda:80"));
+  const std::string m80 = message_of<te::NotInBundleError>(
+      [&] { add.compile(te_bundle::kX, te_bundle::kY, te_bundle::kOut, 4096, 1024); });
+  EXPECT_NE(m80.find(" for cuda:80 is in no kernel bundle (the loaded bundles hold 4 entries"),
+            std::string::npos)
+      << m80;
+  // A kernel the bundle does not hold at all.
+  EXPECT_EQ(message_of<te::NotInBundleError>([] { te::JitFunction("pykernels.vector", "nope"); }),
+            "cannot load kernel pykernels.vector.nope: no kernel bundle holds it; this program "
+            "links triton_embed::runtime only, which runs no Python and compiles nothing: link "
+            "triton_embed::triton_embed to compile kernels with Triton on first use, or build a "
+            "kernel bundle that holds it");
 }
 
 }  // namespace

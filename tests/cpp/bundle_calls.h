@@ -1,0 +1,54 @@
+#pragma once
+
+// The calls the bundle tests make, compile-only for cuda:90: one process records them
+// (test_bundle_jit), others load the bundle (test_bundle_jit again, and test_runtime_only
+// with no JIT layer) and must resolve the same calls to the same kernels.
+
+#include <triton_embed/jit.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+
+namespace te_bundle {
+
+namespace te = triton_embed;
+
+// 16-byte aligned fake device addresses (compile-only: never dereferenced), and an fp16
+// pointer that is not.
+inline float* const kX = reinterpret_cast<float*>(uintptr_t{0x10000});
+inline float* const kY = reinterpret_cast<float*>(uintptr_t{0x20000});
+inline float* const kOut = reinterpret_cast<float*>(uintptr_t{0x30000});
+inline const te::Pointer kHalf(uintptr_t{0x40008}, te::DType::fp16);
+
+// The recorded calls of pykernels.vector.add_kernel, by name.
+inline const te::CompiledKernel& compile_call(const te::JitFunction& add, const std::string& which) {
+  if (which == "aligned") return add.compile(kX, kY, kOut, 4096, 1024);
+  if (which == "n_not_div16") return add.compile(kX, kY, kOut, 1000, 1024);
+  if (which == "fp16_unaligned") return add.compile(kHalf, kHalf, kHalf, 4096, 1024);
+  if (which == "num_warps_8") {
+    return add.with_options(te::Options().num_warps(8)).compile(kX, kY, kOut, 4096, 1024);
+  }
+  std::abort();
+}
+inline const char* const kRecorded[] = {"aligned", "n_not_div16", "fp16_unaligned", "num_warps_8"};
+
+// Where the recording process leaves the bundle and the hashes it compiled.
+inline std::string dir() {
+  const char* d = std::getenv("TE_BUNDLE_DIR");
+  return d != nullptr ? d : "/tmp";
+}
+inline std::string bundle_path() { return dir() + "/record.teb"; }
+inline std::string hashes_path() { return dir() + "/record_hashes.txt"; }
+
+inline std::map<std::string, std::string> read_hashes() {
+  std::map<std::string, std::string> m;
+  std::ifstream f(hashes_path());
+  std::string which, hash;
+  while (f >> which >> hash) m[which] = hash;
+  return m;
+}
+
+}  // namespace te_bundle
