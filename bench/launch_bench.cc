@@ -1,6 +1,8 @@
 // The C++ side of the launch-overhead benchmark (bench/run.py drives it and writes the report).
 //
-//   launch_bench gpu OUT.json      every GPU measurement in one process: raw cuLaunchKernelEx on
+//   launch_bench gpu OUT.json [BUNDLE]
+//                                  every GPU measurement in one process (and, given BUNDLE, a
+//                                  kernel bundle of what it compiled, for bundle_bench): raw cuLaunchKernelEx on
 //                                  the same cubin and arguments, triton_embed with raw pointers
 //                                  and with at::Tensor, named arguments, @triton.heuristics and
 //                                  @triton.autotune kernels (after tuning), ops through the
@@ -41,6 +43,7 @@
 #include <utility>
 #include <vector>
 
+#include <triton_embed/bundle.h>
 #include <triton_embed/detail/testing.h>
 #include <triton_embed/jit.h>
 #include <triton_embed/ops.h>
@@ -463,7 +466,7 @@ void init() {
   te::initialize(opts);
 }
 
-int run_gpu(const char* out_path) {
+int run_gpu(const char* out_path, const char* bundle_path) {
   Json out;
   // One core for the whole run: the paths compared never differ by where the scheduler put
   // them (the thread-scaling rows below start their own threads, unpinned).
@@ -553,6 +556,9 @@ int run_gpu(const char* out_path) {
             threads_rate(t, false, d, raw, add, ctx, x, y, o));
   }
 
+  // What this run compiled, for bundle_bench (a runtime-only program) to launch from.
+  if (bundle_path != nullptr) te::write_bundle(bundle_path);
+
   std::ofstream f(out_path);
   f << out.str() << "\n";
   std::printf("%s\n", out.str().c_str());
@@ -618,10 +624,10 @@ int run_host_path(long calls) {
 int main(int argc, char** argv) {
   try {
     const std::string mode = argc > 1 ? argv[1] : "";
-    if (mode == "gpu" && argc > 2) return run_gpu(argv[2]);
+    if (mode == "gpu" && argc > 2) return run_gpu(argv[2], argc > 3 ? argv[3] : nullptr);
     if (mode == "first-launch") return run_first_launch();
     if (mode == "host-path" && argc > 2) return run_host_path(std::atol(argv[2]));
-    std::fprintf(stderr, "usage: %s gpu OUT.json | first-launch | host-path CALLS\n", argv[0]);
+    std::fprintf(stderr, "usage: %s gpu OUT.json [BUNDLE] | first-launch | host-path CALLS\n", argv[0]);
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

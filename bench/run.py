@@ -93,6 +93,13 @@ def targets(r):
         if f"op_{shape}_te_us" in r:
             ratio = r[f"op_{shape}_te_us"] / r[f"op_{shape}_at_us"]
             add(f"C++ op {shape} (heuristic num_warps), device time <= ATen", ratio, 1.0, ratio <= 1.0)
+    if "bundle_ratio" in r:
+        add("bundle (runtime only, no Python): launch <= 1.10x raw", r["bundle_ratio"], 1.10,
+            r["bundle_ratio"] <= 1.10 and r["bundle_correct"])
+        add("bundle: new process, bundle load to first launch done <= 0.020 s (context excluded)",
+            r["bundle_first_launch_s"], 0.020, r["bundle_first_launch_s"] <= 0.020)
+        add("bundle: resident memory that loading and the first launch add <= 10 MiB",
+            r["bundle_rss_added_mib"], 10.0, r["bundle_rss_added_mib"] <= 10.0)
     ratio8 = r["threads8_ours_launches_per_s"] / r["threads8_raw_launches_per_s"]
     add("8 threads: aggregate >= 0.9x raw", ratio8, 0.9, ratio8 >= 0.9)
     return rows
@@ -169,6 +176,16 @@ def markdown(res):
         lines.append("| %s | %.2f | %.2f | %.3f | %.3f-%.3f |" % (
             name, r[p + "_raw_us"], r[p + "_ours_us"], r[p + "_ratio"], r[p + "_p25"],
             r[p + "_p75"]))
+    if "bundle_ratio" in r:
+        lines += ["", "Deployment (`bench/bundle_bench`, linked to `triton_embed::runtime` only: no "
+                  "Python, no torch), launching `add_kernel` from the bundle this run recorded; "
+                  "medians of three new processes: process start to a current context %.3f s "
+                  "(the driver's), then loading the bundle, the kernel and the first launch "
+                  "%.4f s; resident memory %.1f MiB before, %.2f MiB added; launch %.2f us "
+                  "against raw %.2f us (%.3f, quartiles %.3f-%.3f); output exact: %s."
+                  % (r["bundle_context_s"], r["bundle_first_launch_s"], r["bundle_rss_before_mib"],
+                     r["bundle_rss_added_mib"], r["bundle_ours_us"], r["bundle_raw_us"],
+                     r["bundle_ratio"], r["bundle_p25"], r["bundle_p75"], r["bundle_correct"])]
     if "cu_ctx_get_current_us" in r:
         lines += ["", "`cuCtxGetCurrent` alone (the launch path's one driver call besides the "
                   "launch): %.3f us." % r["cu_ctx_get_current_us"]]
@@ -247,15 +264,24 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         cpp = os.path.join(tmp, "cpp.json")
         py = os.path.join(tmp, "py.json")
-        subprocess.run([bench, "gpu", cpp], check=True, env=env)
+        teb = os.path.join(tmp, "bench.teb")
+        subprocess.run([bench, "gpu", cpp, teb], check=True, env=env)
+        # Deployment: a runtime-only program (no Python) launching from that bundle, three
+        # fresh processes; the median of each figure.
+        bb = os.path.join(a.build, "bench", "bundle_bench")
+        runs = [run_json([bb, teb], env) for _ in range(3)]
+        bundle = {k: sorted(r[k] for r in runs)[1] for k in runs[0] if k != "correct"}
+        bundle["correct"] = all(r["correct"] for r in runs)
+        bundle["runs"] = runs
         subprocess.run([sys.executable, os.path.join(HERE, "python_bench.py"), "launch", py],
                        check=True, env=env)
         results = {}
         for path in (cpp, py):
             with open(path) as f:
                 results.update(json.load(f))
+    results.update({"bundle_" + k: v for k, v in bundle.items() if k != "runs"})
     res = {"command": " ".join(["python3", "bench/run.py"] + sys.argv[1:]),
-           "versions": versions(), "results": results,
+           "versions": versions(), "results": results, "bundle_runs": bundle["runs"],
            "first_launch": first_launches(bench, env)}
     res["targets"] = targets(results)
     with open(os.path.join(a.out, "results.json"), "w") as f:
