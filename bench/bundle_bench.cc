@@ -12,33 +12,26 @@
 //     correct              the launch's output equals x + y, bit for bit
 // bench/run.py runs it in fresh processes on the bundle launch_bench wrote.
 
-#include <cuda.h>
-#include <dlfcn.h>
-
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <functional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <triton_embed/bundle.h>
 #include <triton_embed/jit.h>
 
+#include "bench_common.h"
+
 namespace te = triton_embed;
-using Clock = std::chrono::steady_clock;
+using bench::check;
+using bench::Clock;
+using bench::seconds_since;
 
 namespace {
 
 const Clock::time_point g_start = Clock::now();  // as early as static initialisation gets
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 double rss_mib() {
   std::ifstream f("/proc/self/status");
@@ -49,53 +42,8 @@ double rss_mib() {
   return -1;
 }
 
-struct Driver {
-  CUresult (*init)(unsigned);
-  CUresult (*device_get)(CUdevice*, int);
-  CUresult (*primary_ctx_retain)(CUcontext*, CUdevice);
-  CUresult (*ctx_set_current)(CUcontext);
-  CUresult (*mem_alloc)(CUdeviceptr*, size_t);
-  CUresult (*memcpy_htod)(CUdeviceptr, const void*, size_t);
-  CUresult (*memcpy_dtoh)(void*, CUdeviceptr, size_t);
-  CUresult (*stream_create)(CUstream*, unsigned);
-  CUresult (*stream_synchronize)(CUstream);
-  CUresult (*module_load_data)(CUmodule*, const void*);
-  CUresult (*module_get_function)(CUfunction*, CUmodule, const char*);
-  CUresult (*launch_kernel_ex)(const CUlaunchConfig*, CUfunction, void**, void**);
-  Driver() {
-    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) throw std::runtime_error("cannot load libcuda.so.1");
-    get(h, "cuInit", init);
-    get(h, "cuDeviceGet", device_get);
-    get(h, "cuDevicePrimaryCtxRetain", primary_ctx_retain);
-    get(h, "cuCtxSetCurrent", ctx_set_current);
-    get(h, "cuMemAlloc_v2", mem_alloc);
-    get(h, "cuMemcpyHtoD_v2", memcpy_htod);
-    get(h, "cuMemcpyDtoH_v2", memcpy_dtoh);
-    get(h, "cuStreamCreate", stream_create);
-    get(h, "cuStreamSynchronize", stream_synchronize);
-    get(h, "cuModuleLoadData", module_load_data);
-    get(h, "cuModuleGetFunction", module_get_function);
-    get(h, "cuLaunchKernelEx", launch_kernel_ex);
-  }
-  template <class F>
-  static void get(void* h, const char* name, F& f) {
-    f = reinterpret_cast<F>(dlsym(h, name));
-    if (f == nullptr) throw std::runtime_error(std::string("libcuda lacks ") + name);
-  }
-};
-
-void check(CUresult r, const char* what) {
-  if (r != CUDA_SUCCESS) throw std::runtime_error(std::string(what) + " failed: " + std::to_string(r));
-}
-
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
-}
-
 int run(const char* bundle) {
-  const Driver d;
+  const bench::Driver d;
   check(d.init(0), "cuInit");
   CUdevice dev;
   check(d.device_get(&dev, 0), "cuDeviceGet");
@@ -157,39 +105,15 @@ int run(const char* bundle) {
   cfg.blockDimY = cfg.blockDimZ = 1;
   cfg.sharedMemBytes = static_cast<unsigned>(k.shared());
   cfg.hStream = s;
-  const std::function<void()> raw = [&] { check(d.launch_kernel_ex(&cfg, fn, params, nullptr), "cuLaunchKernelEx"); };
-  const std::function<void()> ours = [&] { add.launch({kN / 1024}, ts, xp, yp, op, kN, 1024); };
-  constexpr int kPerBatch = 200, kRounds = 300;
-  for (int i = 0; i < 2000; ++i) raw(), ours();
-  check(d.stream_synchronize(s), "cuStreamSynchronize");
-  auto batch = [&](const std::function<void()>& f) {
-    const auto b0 = Clock::now();
-    for (int i = 0; i < kPerBatch; ++i) f();
-    const double us = seconds_since(b0) * 1e6 / kPerBatch;
-    check(d.stream_synchronize(s), "cuStreamSynchronize");
-    return us;
-  };
-  std::vector<double> ratios, raws, ourss;
-  for (int r = 0; r < kRounds; ++r) {
-    double a = 0, b = 0;
-    if (r % 2 == 0) {
-      a = batch(raw);
-      b = batch(ours);
-    } else {
-      b = batch(ours);
-      a = batch(raw);
-    }
-    ratios.push_back(b / a);
-    raws.push_back(a);
-    ourss.push_back(b);
-  }
+  const bench::Pair pair = bench::paired(
+      [&] { check(d.launch_kernel_ex(&cfg, fn, params, nullptr), "cuLaunchKernelEx"); },
+      [&] { add.launch({kN / 1024}, ts, xp, yp, op, kN, 1024); }, s, d);
   std::printf(
       "{\"context_s\": %.6f, \"first_launch_s\": %.6f, \"rss_before_mib\": %.2f, "
       "\"rss_added_mib\": %.2f, \"raw_us\": %.4f, \"ours_us\": %.4f, \"ratio\": %.4f, "
       "\"p25\": %.4f, \"p75\": %.4f, \"correct\": %s}\n",
-      context_s, first_launch_s, rss_before, rss_added, quantile(raws, 0.5), quantile(ourss, 0.5),
-      quantile(ratios, 0.5), quantile(ratios, 0.25), quantile(ratios, 0.75),
-      correct ? "true" : "false");
+      context_s, first_launch_s, rss_before, rss_added, pair.raw_us, pair.ours_us, pair.ratio,
+      pair.p25, pair.p75, correct ? "true" : "false");
   return correct ? 0 : 1;
 }
 

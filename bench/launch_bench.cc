@@ -49,51 +49,21 @@
 #include <triton_embed/ops.h>
 #include <triton_embed/torch.h>
 
+#include "bench_common.h"
+
 namespace te = triton_embed;
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::Driver;
+using bench::check;
+using bench::seconds_since;
 
 namespace {
 
 constexpr int kBatches = 200;
-constexpr int kPerBatch = 200;
-constexpr int kWarmup = 2000;
+using bench::kPerBatch;
+using bench::kWarmup;
 constexpr int64_t kN = 4096;  // 4 programs of the 1024-wide vector add
 constexpr int kBlock = 1024;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// ---- the raw driver, resolved as the library resolves it ----------------------------------
-
-struct Driver {
-  CUresult (*module_load_data)(CUmodule*, const void*);
-  CUresult (*module_get_function)(CUfunction*, CUmodule, const char*);
-  CUresult (*launch_kernel_ex)(const CUlaunchConfig*, CUfunction, void**, void**);
-  CUresult (*stream_synchronize)(CUstream);
-  CUresult (*ctx_get_current)(CUcontext*);
-  CUresult (*ctx_set_current)(CUcontext);
-
-  Driver() {
-    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) throw std::runtime_error("cannot load libcuda.so.1");
-    get(h, "cuModuleLoadData", module_load_data);
-    get(h, "cuModuleGetFunction", module_get_function);
-    get(h, "cuLaunchKernelEx", launch_kernel_ex);
-    get(h, "cuStreamSynchronize", stream_synchronize);
-    get(h, "cuCtxGetCurrent", ctx_get_current);
-    get(h, "cuCtxSetCurrent", ctx_set_current);
-  }
-  template <class F>
-  static void get(void* h, const char* name, F& f) {
-    f = reinterpret_cast<F>(dlsym(h, name));
-    if (f == nullptr) throw std::runtime_error(std::string("libcuda lacks ") + name);
-  }
-};
-
-void check(CUresult r, const char* what) {
-  if (r != CUDA_SUCCESS) throw std::runtime_error(std::string(what) + " failed: " + std::to_string(r));
-}
 
 // A kernel compiled by triton_embed, loaded a second time straight from its cubin.
 struct RawKernel {
@@ -182,49 +152,17 @@ struct Json {
   std::string str() const { return os.str() + "}"; }
 };
 
-// One target row measured on its own: `raw` and `ours` alternate batch by batch (ABBA: the
-// order flips every round, so neither always follows the other), and each round's ratio is
-// ours / raw of its two adjacent batches, so slow drifts of the machine cancel within a round.
-// Writes pair_<name>_ratio (median of the rounds' ratios), _p25 and _p75 (the quartiles), and
-// _raw_us / _ours_us (medians of the batches).
-constexpr int kPairRounds = 300;
-
+// One target row measured on its own (bench::paired): writes pair_<name>_ratio (the median
+// of the rounds' ratios), _p25 and _p75 (its quartiles), and _raw_us / _ours_us.
 void paired(Json& out, const std::string& name, const std::function<void()>& raw,
             const std::function<void()>& ours, CUstream s, const Driver& d) {
-  for (int i = 0; i < kWarmup; ++i) raw();
-  for (int i = 0; i < kWarmup; ++i) ours();
-  check(d.stream_synchronize(s), "cuStreamSynchronize");
-  auto batch = [&](const std::function<void()>& f) {
-    const auto t0 = Clock::now();
-    for (int i = 0; i < kPerBatch; ++i) f();
-    const double us = seconds_since(t0) * 1e6 / kPerBatch;
-    check(d.stream_synchronize(s), "cuStreamSynchronize");
-    return us;
-  };
-  std::vector<double> ratios, raws, ourss;
-  for (int round = 0; round < kPairRounds; ++round) {
-    double r = 0, o = 0;
-    if (round % 2 == 0) {
-      r = batch(raw);
-      o = batch(ours);
-    } else {
-      o = batch(ours);
-      r = batch(raw);
-    }
-    ratios.push_back(o / r);
-    raws.push_back(r);
-    ourss.push_back(o);
-  }
-  auto quantile = [](std::vector<double> v, double q) {
-    std::sort(v.begin(), v.end());
-    return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
-  };
+  const bench::Pair r = bench::paired(raw, ours, s, d);
   const std::string p = "pair_" + name;
-  out.num(p + "_ratio", quantile(ratios, 0.5))
-      .num(p + "_p25", quantile(ratios, 0.25))
-      .num(p + "_p75", quantile(ratios, 0.75))
-      .num(p + "_raw_us", quantile(raws, 0.5))
-      .num(p + "_ours_us", quantile(ourss, 0.5));
+  out.num(p + "_ratio", r.ratio)
+      .num(p + "_p25", r.p25)
+      .num(p + "_p75", r.p75)
+      .num(p + "_raw_us", r.raw_us)
+      .num(p + "_ours_us", r.ours_us);
 }
 
 // ---- gpu ----------------------------------------------------------------------------------
@@ -479,7 +417,7 @@ int run_gpu(const char* out_path, const char* bundle_path) {
     CPU_SET(cpu, &set);
     if (sched_setaffinity(0, sizeof(set), &set) == 0) out.num("pinned_cpu", cpu);
   }
-  out.num("pair_rounds", kPairRounds);
+  out.num("pair_rounds", bench::kPairRounds);
   const long rss0 = rss_kib();
   init();
   const te::JitFunction add("pykernels.vector", "add_kernel");
