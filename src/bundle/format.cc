@@ -426,7 +426,8 @@ class Parser {
   }
 
   void check_header() {
-    if (std::memcmp(p_, kMagic, std::min<size_t>(n_, 8)) != 0) foreign();
+    // An empty file maps to no memory at all: compare only bytes there are.
+    if (n_ != 0 && std::memcmp(p_, kMagic, std::min<size_t>(n_, 8)) != 0) foreign();
     if (n_ < kHeaderSize) {
       fail(Reason::kTruncated, (n_ == 0 ? std::string("the file is empty")
                                         : "the file has " + plural(n_, "byte", "bytes") +
