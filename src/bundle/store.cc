@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <deque>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <set>
@@ -39,6 +40,30 @@ bool same_kernel(const KernelView& kv, const KernelState& k) {
   // A kernel whose source the JIT layer read is matched on its source hash too, so that a
   // bundle made from another version of the kernel is never launched in its place.
   return k.source_hash.empty() || kv.source_hash.empty() || kv.source_hash == k.source_hash;
+}
+
+// A descriptor's TMA metadata as the cache entry holds it and as a bundle stores it.
+TmaMeta to_meta(const TmaRecord& t) {
+  TmaMeta m;
+  m.present = t.present;
+  m.swizzle = t.swizzle;
+  m.elem_size = t.elem_size;
+  m.elem_type = t.elem_type;
+  m.rank = t.rank;
+  std::copy(std::begin(t.box), std::end(t.box), std::begin(m.box));
+  m.fp4_padded = t.fp4_padded;
+  return m;
+}
+TmaRecord to_record(const TmaMeta& m) {
+  TmaRecord t;
+  t.present = m.present;
+  t.swizzle = m.swizzle;
+  t.elem_size = m.elem_size;
+  t.elem_type = m.elem_type;
+  t.rank = m.rank;
+  std::copy(std::begin(m.box), std::end(m.box), std::begin(t.box));
+  t.fp4_padded = m.fp4_padded;
+  return t;
 }
 
 std::string where(const Bundle& b, const KernelView& kv) {
@@ -132,29 +157,10 @@ std::unique_ptr<detail::Entry> make_entry(const KernelState& k, const InternedOp
       e->hash = hash;
       e->set_key(key);
       e->kernel = CompiledKernelAccess::make(std::move(f));
-      e->block_x = static_cast<uint32_t>(target_warp_size(ev.target) * ev.num_warps);
-      e->num_ctas = static_cast<uint32_t>(ev.num_ctas);
-      e->shared = static_cast<uint32_t>(ev.shared);
-      e->cooperative = ev.launch_cooperative_grid;
-      e->pdl = ev.launch_pdl;
+      e->set_launch_constants(target_warp_size(ev.target));
       e->oversized_shared_mode = ev.oversized_shared_mode;
-      e->global_scratch_size = ev.global_scratch_size;
-      e->global_scratch_align = ev.global_scratch_align;
-      e->profile_scratch_size = ev.profile_scratch_size;
-      e->profile_scratch_align = ev.profile_scratch_align;
-      e->num_runtime_params = static_cast<uint32_t>(ev.num_runtime_params);
       e->triton_version = ev.triton_version;
-      for (const TmaRecord& t : ev.tma) {
-        TmaMeta m;
-        m.present = t.present;
-        m.swizzle = t.swizzle;
-        m.elem_size = t.elem_size;
-        m.elem_type = t.elem_type;
-        m.rank = t.rank;
-        for (int i = 0; i < 5; ++i) m.box[i] = t.box[i];
-        m.fp4_padded = t.fp4_padded;
-        e->tma.push_back(m);
-      }
+      for (const TmaRecord& t : ev.tma) e->tma.push_back(to_meta(t));
       e->from_bundle = true;
       return e;
     }
@@ -244,17 +250,7 @@ Contents record() {
       out.launch_cooperative_grid = e.cooperative;
       out.launch_pdl = e.pdl;
       out.oversized_shared_mode = e.oversized_shared_mode;
-      for (const TmaMeta& m : e.tma) {
-        TmaRecord t;
-        t.present = m.present;
-        t.swizzle = m.swizzle;
-        t.elem_size = m.elem_size;
-        t.elem_type = m.elem_type;
-        t.rank = m.rank;
-        for (int i = 0; i < 5; ++i) t.box[i] = m.box[i];
-        t.fp4_padded = m.fp4_padded;
-        out.tma.push_back(t);
-      }
+      for (const TmaMeta& m : e.tma) out.tma.push_back(to_record(m));
       out.cubin = std::string(ck.cubin());
       out.ptx = std::string(ck.ptx());
       triton_version = std::max(triton_version, e.triton_version);

@@ -97,6 +97,21 @@ struct alignas(64) Entry {
   bool from_bundle = false;         // made from a bundle entry, not compiled here
   std::mutex load_mu;
 
+  // Sets the launch constants from `kernel` (set first), as Triton's launcher reads them from
+  // its metadata; `warp_size` is the target's.
+  void set_launch_constants(int warp_size) {
+    const CompiledKernel& k = *kernel;
+    block_x = static_cast<uint32_t>(warp_size * k.num_warps());
+    num_ctas = static_cast<uint32_t>(k.num_ctas());
+    shared = static_cast<uint32_t>(k.shared());
+    cooperative = k.launch_cooperative_grid();
+    pdl = k.launch_pdl();
+    global_scratch_size = k.global_scratch_size();
+    global_scratch_align = k.global_scratch_align();
+    profile_scratch_size = k.profile_scratch_size();
+    profile_scratch_align = k.profile_scratch_align();
+    num_runtime_params = static_cast<uint32_t>(k.num_kernel_params() - 2);  // + 2 scratch pointers
+  }
   // Sets the key (both copies).
   void set_key(const Key& k) {
     key_words.assign(k.w, k.w + k.n);

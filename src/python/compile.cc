@@ -114,23 +114,13 @@ std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, 
     TE_CHECK(instr.find("gsan") == std::string::npos, NotSupportedError)
         << full_name(k) << ": Triton's gsan instrumentation adds a launch argument that "
         << "triton_embed does not pass; unset it to launch from C++";
-    e->block_x = static_cast<uint32_t>(r["warp_size"].cast<int>() * e->kernel->num_warps());
+    e->set_launch_constants(r["warp_size"].cast<int>());
   } catch (pyb::error_already_set& err) {
     TE_THROW(PythonError) << full_name(k) << ": reading Triton's compile result failed:\n"
                           << py::format_exception(err);
   }
-  const CompiledKernel& ck = *e->kernel;
-  e->num_ctas = static_cast<uint32_t>(ck.num_ctas());
-  e->shared = static_cast<uint32_t>(ck.shared());
-  e->cooperative = ck.launch_cooperative_grid();
-  e->pdl = ck.launch_pdl();
   e->oversized_shared_mode =
       py::triton_major() > 3 || (py::triton_major() == 3 && py::triton_minor() >= 8);
-  e->global_scratch_size = ck.global_scratch_size();
-  e->global_scratch_align = ck.global_scratch_align();
-  e->profile_scratch_size = ck.profile_scratch_size();
-  e->profile_scratch_align = ck.profile_scratch_align();
-  e->num_runtime_params = static_cast<uint32_t>(ck.num_kernel_params() - 2);
   e->triton_version = k.triton_version;
   try {
     for (pyb::handle m : r["tensordesc_meta"].cast<pyb::list>()) {
