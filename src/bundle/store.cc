@@ -161,7 +161,6 @@ std::unique_ptr<detail::Entry> make_entry(const KernelState& k, const InternedOp
       e->oversized_shared_mode = ev.oversized_shared_mode;
       e->triton_version = ev.triton_version;
       for (const TmaRecord& t : ev.tma) e->tma.push_back(to_meta(t));
-      e->from_bundle = true;
       return e;
     }
   }

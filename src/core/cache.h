@@ -94,7 +94,6 @@ struct alignas(64) Entry {
   std::vector<TmaMeta> tma;         // one per tensordesc leaf, in order
   int triton_version = 0;           // major * 100 + minor: how descriptors are passed
   bool process_local = false;       // keyed on a Python object: not recorded into bundles
-  bool from_bundle = false;         // made from a bundle entry, not compiled here
   std::mutex load_mu;
 
   // Sets the launch constants from `kernel` (set first), as Triton's launcher reads them from
