@@ -1,6 +1,7 @@
 #include "bundle/store.h"
 
 #include <cstdio>
+#include <cstring>
 
 #include <algorithm>
 #include <cstdlib>
@@ -13,11 +14,13 @@
 #include <utility>
 #include <vector>
 
+#include "bundle/decisions.h"
 #include "bundle/kernel_table.h"
 #include "core/compiled_kernel.h"
 #include "core/errors.h"
 #include "core/registry.h"
 #include "core/target.h"
+#include "cuda/driver.h"
 #include "triton_embed/bundle.h"
 
 namespace triton_embed::detail::bundle {
@@ -28,6 +31,11 @@ struct Store {
   std::mutex mu;
   std::deque<Bundle> bundles;  // never removed: entries and states point into them
   bool env_loaded = false;
+  // How many of the bundles (in load order) have put their decisions into a kernel's
+  // heuristic memos, and into an autotune layer's memo for a target: a bundle loaded later
+  // is applied on the next miss.
+  std::map<const KernelState*, size_t> heuristics_applied;
+  std::map<std::pair<const TuneLayer*, uint32_t>, size_t> choices_applied;
 };
 
 Store& store() {
@@ -96,26 +104,119 @@ void load_from_environment() {
   }
 }
 
-std::unique_ptr<KernelState> make_kernel_state(std::string_view module, std::string_view name) {
+namespace {
+
+// A kernel state decoded from bundle kernel `kv`, without layers.
+std::unique_ptr<KernelState> decode_state(const Bundle& b, const KernelView& kv) {
+  auto k = std::make_unique<KernelState>();
+  k->module = std::string(kv.module);
+  k->name = std::string(kv.name);
+  k->source_hash = std::string(kv.source_hash);
+  decode_params(kv.params, *k, where(b, kv));
+  return k;
+}
+
+// The target a tuning decision should serve now: the explicit one, else the current device's
+// (0 when neither is known).
+uint32_t current_target() {
+  const uint32_t forced = explicit_target_code();
+  if (forced != 0 || !cuda::api().ok) return forced;
+  return target_code(cuda::current_context().arch, 32);
+}
+
+}  // namespace
+
+KernelState* load_kernel(std::string_view module, std::string_view name) {
+  load_from_environment();
+  std::unique_ptr<KernelState> outer, inner;
+  {
+    Store& s = store();
+    std::lock_guard<std::mutex> lock(s.mu);
+    for (const Bundle& b : s.bundles) {
+      const ContentsView& c = b.view();
+      for (uint32_t i = 0; i < c.kernels.size() && !outer; ++i) {
+        const KernelView& kv = c.kernels[i];
+        if (kv.module != module || kv.name != name) continue;
+        outer = decode_state(b, kv);
+        if (kv.wrapper.empty()) break;
+        if (kv.wrapper != "autotune" && kv.wrapper != "heuristics") {
+          throw BundleError(where(b, kv) + " is wrapped in '" + std::string(kv.wrapper) +
+                                "', which this library does not know; rebuild the bundle with "
+                                "this version of triton_embed",
+                            BundleError::Reason::kTooNew);
+        }
+        outer->wrapper = std::string(kv.wrapper);
+        outer->wrapper_kind =
+            kv.wrapper == "autotune" ? WrapperKind::kAutotune : WrapperKind::kHeuristics;
+        decode_layers(kv.layers, *outer, where(b, kv));
+        inner = decode_state(b, kv);
+      }
+      if (outer) break;
+    }
+    if (!outer) return nullptr;
+  }
+  std::unique_ptr<KernelState> loser;  // another thread's, when it registered first
+  if (inner) {
+    outer->inner = insert_kernel(std::string(module), std::string(name) + "[inner]",
+                                 std::move(inner), &loser);
+  }
+  return insert_kernel(std::string(module), std::string(name), std::move(outer), &loser);
+}
+
+bool bundled_heuristic(KernelState& k, Heuristic& h, const Frame& f, ArgValue& out) {
   load_from_environment();
   Store& s = store();
-  std::lock_guard<std::mutex> lock(s.mu);
-  for (const Bundle& b : s.bundles) {
-    for (const KernelView& kv : b.view().kernels) {
-      if (kv.module != module || kv.name != name) continue;
-      TE_CHECK(kv.wrapper.empty(), NotSupportedError)
-          << where(b, kv) << " is wrapped in @triton." << kv.wrapper
-          << "; bundles do not hold heuristics or tuning decisions yet: launch it with the JIT "
-             "layer (link triton_embed::triton_embed)";
-      auto k = std::make_unique<KernelState>();
-      k->module = std::string(module);
-      k->name = std::string(name);
-      k->source_hash = std::string(kv.source_hash);
-      decode_params(kv.params, *k, where(b, kv));
-      return k;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    size_t& applied = s.heuristics_applied[&k];
+    for (; applied < s.bundles.size(); ++applied) {
+      const Bundle& b = s.bundles[applied];
+      const ContentsView& c = b.view();
+      for (uint32_t i = 0; i < c.kernels.size(); ++i) {
+        if (same_kernel(c.kernels[i], k)) apply_heuristics(c, i, k, where(b, c.kernels[i]));
+      }
     }
   }
-  return nullptr;
+  const HeuristicPlan* plan = h.plan.load(std::memory_order_acquire);
+  if (plan == nullptr) return false;
+  MemoKey key;
+  heuristic_memo_key(*plan, f, key);
+  uint64_t v[2];
+  if (key.overflow || !plan->memo.find(key, key.hash(), v)) return false;
+  std::memcpy(static_cast<void*>(&out), v, sizeof(out));
+  return true;
+}
+
+const Choice* bundled_choice(KernelState& k, TuneLayer& t, const MemoKey& key, uint64_t hash,
+                             bool jit) {
+  if (key.overflow) return nullptr;
+  load_from_environment();
+  const uint32_t target = current_target();
+  size_t layer = k.layers.size();
+  for (size_t i = 0; i < k.layers.size(); ++i) {
+    if (k.layers[i]->tune.get() == &t) layer = i;
+  }
+  TE_ICHECK(layer < k.layers.size()) << "an autotune layer not of its kernel";
+  // The JIT layer takes a bundle's choices only for the very kernel and configs they were
+  // tuned from, and tunes configs with a pre_hook itself (it must run the hook).
+  const std::string layers = jit ? encode_layers(k) : std::string();
+  Store& s = store();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    size_t& applied = s.choices_applied[{&t, target}];
+    for (; applied < s.bundles.size(); ++applied) {
+      const Bundle& b = s.bundles[applied];
+      const ContentsView& c = b.view();
+      for (uint32_t i = 0; i < c.kernels.size(); ++i) {
+        const KernelView& kv = c.kernels[i];
+        if (!same_kernel(kv, k) || (jit && (kv.source_hash.empty() || kv.layers != layers))) continue;
+        apply_choices(c, i, k, layer, target, jit, where(b, kv));
+      }
+    }
+  }
+  uint64_t v[2];
+  return t.memo.find(key, hash, v) ? reinterpret_cast<const Choice*>(static_cast<uintptr_t>(v[0]))
+                                   : nullptr;
 }
 
 std::unique_ptr<detail::Entry> make_entry(const KernelState& k, const InternedOptions& options,
@@ -195,66 +296,92 @@ std::string nearest_entries(const KernelState& k, uint32_t target) {
   return os.str();
 }
 
+namespace {
+
+// Appends kernel k's replayable cache entries (those of `cache_of`: k itself, or a wrapped
+// kernel's inner state) as entries of bundle kernel `index`.
+void record_entries(KernelState& cache_of, uint32_t index, Contents& c, int& triton_version) {
+  std::lock_guard<std::mutex> lock(cache_of.cache.mu);
+  for (const auto& ep : cache_of.cache.entries) {
+    const detail::Entry& e = *ep;
+    if (e.process_local) continue;
+    const CompiledKernel& ck = *e.kernel;
+    bundle::Entry out;
+    out.kernel = index;
+    out.target = e.target;
+    out.options = encode_options(interned_options_by_id(e.options)->options);
+    out.key_words = e.key_words;
+    out.hash = ck.hash();
+    out.fn_name = ck.name();
+    out.signature = ck.signature();
+    out.num_warps = ck.num_warps();
+    out.num_ctas = ck.num_ctas();
+    out.num_stages = ck.num_stages();
+    out.shared = ck.shared();
+    out.num_kernel_params = ck.num_kernel_params();
+    out.num_runtime_params = static_cast<int32_t>(e.num_runtime_params);
+    out.triton_version = e.triton_version;
+    out.cluster_dims[0] = ck.num_ctas();
+    out.cluster_dims[1] = out.cluster_dims[2] = 1;
+    out.global_scratch_size = e.global_scratch_size;
+    out.global_scratch_align = e.global_scratch_align;
+    out.profile_scratch_size = e.profile_scratch_size;
+    out.profile_scratch_align = e.profile_scratch_align;
+    out.launch_cooperative_grid = e.cooperative;
+    out.launch_pdl = e.pdl;
+    out.oversized_shared_mode = e.oversized_shared_mode;
+    for (const TmaMeta& m : e.tma) out.tma.push_back(to_record(m));
+    out.cubin = std::string(ck.cubin());
+    out.ptx = std::string(ck.ptx());
+    triton_version = std::max(triton_version, e.triton_version);
+    c.entries.push_back(std::move(out));
+  }
+}
+
+bool has_entries(KernelState& k) {
+  std::lock_guard<std::mutex> lock(k.cache.mu);
+  return !k.cache.entries.empty();
+}
+
+}  // namespace
+
 Contents record() {
   Contents c;
   c.producer.library_version = library_version();
-  std::set<const KernelState*> inner;  // inner kernels of wrapped ones: not recorded (yet)
-  std::vector<KernelState*> plain;
+  // Plain kernels and wrapped ones; a wrapped kernel's inner state is recorded with it (its
+  // entries), not on its own.
+  std::set<const KernelState*> inner;
+  std::vector<KernelState*> kernels;
   for_each_kernel([&](KernelState& k) {
     if (k.inner != nullptr) inner.insert(k.inner);
   });
   for_each_kernel([&](KernelState& k) {
-    if (k.layers.empty() && inner.count(&k) == 0) plain.push_back(&k);
+    if (inner.count(&k) == 0) kernels.push_back(&k);
   });
   std::map<std::pair<std::string, std::string>, uint32_t> index;  // one kernel per identity
   int triton_version = 0;
-  for (KernelState* kp : plain) {
+  for (KernelState* kp : kernels) {
     KernelState& k = *kp;
-    std::lock_guard<std::mutex> lock(k.cache.mu);
-    if (k.cache.entries.empty()) continue;
-    auto [it, fresh] = index.try_emplace({k.module, k.name}, static_cast<uint32_t>(c.kernels.size()));
+    KernelState& cache_of = k.inner != nullptr ? *k.inner : k;
+    const size_t nrecords = c.records.size();
+    const uint32_t next = static_cast<uint32_t>(c.kernels.size());
+    record_decisions(k, next, c);
+    if (c.records.size() == nrecords && !has_entries(cache_of)) continue;
+    auto [it, fresh] = index.try_emplace({k.module, k.name}, next);
     if (fresh) {
       Kernel kernel;
       kernel.module = k.module;
       kernel.name = k.name;
       kernel.source_hash = k.source_hash;
+      kernel.wrapper = k.wrapper;
       kernel.params = encode_params(k);
+      kernel.layers = encode_layers(k);
       c.kernels.push_back(std::move(kernel));
+    } else {
+      // Another state of the same identity came first: its records go to that kernel.
+      for (size_t r = nrecords; r < c.records.size(); ++r) c.records[r].kernel = it->second;
     }
-    for (const auto& ep : k.cache.entries) {
-      const detail::Entry& e = *ep;
-      if (e.process_local) continue;
-      const CompiledKernel& ck = *e.kernel;
-      bundle::Entry out;
-      out.kernel = it->second;
-      out.target = e.target;
-      out.options = encode_options(interned_options_by_id(e.options)->options);
-      out.key_words = e.key_words;
-      out.hash = ck.hash();
-      out.fn_name = ck.name();
-      out.signature = ck.signature();
-      out.num_warps = ck.num_warps();
-      out.num_ctas = ck.num_ctas();
-      out.num_stages = ck.num_stages();
-      out.shared = ck.shared();
-      out.num_kernel_params = ck.num_kernel_params();
-      out.num_runtime_params = static_cast<int32_t>(e.num_runtime_params);
-      out.triton_version = e.triton_version;
-      out.cluster_dims[0] = ck.num_ctas();
-      out.cluster_dims[1] = out.cluster_dims[2] = 1;
-      out.global_scratch_size = e.global_scratch_size;
-      out.global_scratch_align = e.global_scratch_align;
-      out.profile_scratch_size = e.profile_scratch_size;
-      out.profile_scratch_align = e.profile_scratch_align;
-      out.launch_cooperative_grid = e.cooperative;
-      out.launch_pdl = e.pdl;
-      out.oversized_shared_mode = e.oversized_shared_mode;
-      for (const TmaMeta& m : e.tma) out.tma.push_back(to_record(m));
-      out.cubin = std::string(ck.cubin());
-      out.ptx = std::string(ck.ptx());
-      triton_version = std::max(triton_version, e.triton_version);
-      c.entries.push_back(std::move(out));
-    }
+    record_entries(cache_of, it->second, c, triton_version);
   }
   if (triton_version != 0) {
     c.producer.triton_version =

@@ -22,10 +22,24 @@ void load_from_environment();
 // Adds an opened bundle to the process's (kept until the process ends: entries point into it).
 void add(Bundle b);
 
-// A kernel state for module.name made from the loaded bundles (its parameter table), or
-// nullptr when none holds it. NotSupportedError for a kernel a bundle holds only as a wrapper
-// (@triton.autotune / @triton.heuristics), whose decisions bundles do not hold yet.
-std::unique_ptr<KernelState> make_kernel_state(std::string_view module, std::string_view name);
+// Registers and returns the state of kernel module.name made from the first loaded bundle
+// that holds it (its parameter table; for a wrapped kernel also its layers and its inner
+// state: the layers' decisions are read on their first misses), or nullptr when none holds
+// it. For programs without the JIT layer.
+KernelState* load_kernel(std::string_view module, std::string_view name);
+
+// The result the loaded bundles hold for heuristic h of kernel k on frame f (for programs
+// without the JIT layer); false when none does. Bundles loaded since the last call put their
+// results in k's heuristic memos first.
+bool bundled_heuristic(KernelState& k, Heuristic& h, const Frame& f, ArgValue& out);
+
+// The choice the loaded bundles hold for tuning key `key` of autotune layer `t` of kernel k,
+// for the current target (explicit, else the current device's), or nullptr. Bundles loaded
+// since the last call for this target put their choices for it in t's memo first. With `jit`, only a bundle
+// kernel with k's source hash and the very same layers and configs serves, and choices whose
+// config has a pre_hook are left to the JIT layer.
+const Choice* bundled_choice(KernelState& k, TuneLayer& t, const MemoKey& key, uint64_t hash,
+                             bool jit);
 
 // The cache entry the loaded bundles hold for `key` of kernel `k` (same module, name and, when
 // k knows it, source hash; same target, options and key words), or nullptr. The cubin is

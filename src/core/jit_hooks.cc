@@ -11,6 +11,8 @@
 #include "core/arg_format.h"
 #include "core/errors.h"
 #include "core/registry.h"
+#include "core/target.h"
+#include "cuda/driver.h"
 
 namespace triton_embed::detail {
 
@@ -54,23 +56,35 @@ KernelState* load_kernel(std::string_view module, std::string_view name) {
   // With the JIT layer the kernel comes from Python (its bundle entries still serve its cache
   // misses); without it, from the loaded bundles' parameter tables.
   if (const JitHooks* h = jit_hooks()) return h->load_kernel(module, name);
-  if (std::unique_ptr<KernelState> k = bundle::make_kernel_state(module, name)) {
-    const std::string module_key(module), key(name);
-    std::unique_ptr<KernelState> loser;  // another thread's, when it registered first
-    return insert_kernel(module_key, key, std::move(k), &loser);
-  }
+  if (KernelState* k = bundle::load_kernel(module, name)) return k;
   TE_THROW(NotInBundleError) << "cannot load kernel " << module << "." << name
                              << ": no kernel bundle holds it; " << kLinkTheJit;
 }
 
 ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
-  if (const JitHooks* hooks = jit_hooks()) return hooks->eval_heuristic(k, h, f);
+  if (const JitHooks* hooks = jit_hooks()) {
+    const ArgValue v = hooks->eval_heuristic(k, h, f);
+    note_heuristic(h, f, v);
+    return v;
+  }
+  ArgValue v;
+  if (bundle::bundled_heuristic(k, h, f, v)) return v;
   throw_needs_jit(k, ("the value of heuristic '" + h.name + "' for these arguments").c_str());
 }
 
 const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key,
                    uint64_t hash) {
-  if (const JitHooks* h = jit_hooks()) return h->tune(k, t, f, key, hash);
+  const JitHooks* h = jit_hooks();
+  // A bundle's choice first (for the JIT layer: one tuned from the same kernel and configs).
+  if (const Choice* c = bundle::bundled_choice(k, t, key, hash, h != nullptr)) return c;
+  if (h != nullptr) {
+    const Choice* c = h->tune(k, t, f, key, hash);
+    // The target it was tuned for: the explicit one, else the current device's.
+    uint32_t target = explicit_target_code();
+    if (target == 0 && cuda::api().ok) target = target_code(cuda::current_context().arch, 32);
+    note_choice(t, f, key, target, c);
+    return c;
+  }
   throw_needs_jit(k, "the tuned configuration for this tuning key");
 }
 

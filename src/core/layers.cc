@@ -578,6 +578,67 @@ void start(KernelState* kernel, const InternedOptions* options, const CallArgs& 
 
 }  // namespace
 
+namespace {
+
+// Whether another process can rebuild `v` from its bytes (no Python object, no address of
+// this process's).
+bool replayable(const ArgValue& v) noexcept {
+  switch (v.kind) {
+    case ArgKind::kJitFunction:
+    case ArgKind::kPyObject:
+    case ArgKind::kTensorDesc:
+      return false;
+    case ArgKind::kConstexpr:
+      return replayable(*v.elems);
+    case ArgKind::kTuple:
+      for (uint32_t i = 0; i < v.count; ++i) {
+        if (!replayable(v.elems[i])) return false;
+      }
+      return true;
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
+void note_heuristic(Heuristic& h, const Frame& f, const ArgValue& value) {
+  if (!replayable(value)) return;
+  std::lock_guard<std::mutex> lock(h.mu);
+  const HeuristicPlan* plan = h.plan.load(std::memory_order_acquire);
+  if (plan == nullptr) return;  // not memoised: Python decides every call
+  for (const Dep& d : plan->deps) {
+    if (d.aspect == Aspect::kAddress) return;
+    if (d.aspect == Aspect::kValue && f.given[d.param] != kAbsent && !replayable(f.vals[d.param])) {
+      return;
+    }
+  }
+  MemoKey key;
+  heuristic_memo_key(*plan, f, key);
+  if (key.overflow) return;
+  if (h.recorded_plan != plan) {
+    h.recorded.clear();
+    h.recorded_plan = plan;
+  }
+  if (h.recorded.size() >= kMaxDecisions) return;
+  h.recorded.emplace(std::vector<uint64_t>(key.w, key.w + key.n), value);
+}
+
+void note_choice(TuneLayer& t, const Frame& f, const MemoKey& key, uint32_t target,
+                 const Choice* choice) {
+  if (target == 0 || key.overflow || choice == nullptr) return;
+  for (int p : t.key_params) {
+    if (p >= 0 && f.given[p] != kAbsent && !replayable(f.vals[p])) return;
+  }
+  std::vector<uint64_t> words;
+  words.reserve(key.n + 1);
+  words.push_back(target);
+  words.insert(words.end(), key.w, key.w + key.n);
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (t.recorded.size() >= kMaxDecisions) return;
+  t.recorded.emplace(std::move(words), choice);
+}
+
 const InternedOptions* heuristic_options(KernelState& k, Heuristic& h, const InternedOptions* base,
                                          const ArgValue& value, const MemoKey& key, uint64_t hash) {
   const ArgValue* v = &value;

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -65,7 +66,16 @@ struct Heuristic {
   std::mutex mu;  // guards plans and memo inserts
   std::vector<std::unique_ptr<HeuristicPlan>> plans;
   bool never_memo = false;  // it read something no key can hold (a whole tensor, every argument)
+  // What it returned for keys another process can rebuild (no address, no Python object),
+  // under `recorded_plan` (the current plan: a new plan's keys differ, so the map restarts):
+  // what a kernel bundle records (src/bundle/decisions.cc). Guarded by mu; at most
+  // kMaxDecisions keys.
+  const HeuristicPlan* recorded_plan = nullptr;
+  std::map<std::vector<uint64_t>, ArgValue> recorded;
 };
+
+// The most heuristic results or tuning decisions a layer keeps for recording into a bundle.
+constexpr size_t kMaxDecisions = 1 << 14;
 
 // A tuned configuration, ready to apply.
 struct Choice {
@@ -89,12 +99,20 @@ struct TuneLayer {
   void* py_tuner = nullptr;
   std::vector<int> key_params;  // Autotuner.keys as parameter indices (-1: not a parameter)
   size_t num_configs = 0;
+  // str() of every config, one per line: a bundle's choices serve the JIT layer only for the
+  // very configs they were tuned from.
+  std::string configs;
   MemoTable memo{1024};            // tuning key -> Choice*
   std::mutex mu;                   // guards choices, pending and memo inserts
   std::vector<std::unique_ptr<Choice>> choices;
   std::vector<std::shared_ptr<PendingTune>> pending;
   // Choices for pruned configs (warmup, interpreter), by (config, options id).
   std::vector<std::tuple<void*, uint32_t, std::unique_ptr<Choice>>> config_choices;
+  // The decisions a bundle records (src/bundle/decisions.cc): {target the choice was tuned
+  // for, then the tuning key (whose first word is the base options' id)} -> the choice.
+  // Keys another process cannot rebuild (a @triton.jit function in the key) are left out.
+  // Guarded by mu; at most kMaxDecisions keys.
+  std::map<std::vector<uint64_t>, const Choice*> recorded;
 };
 
 struct Layer {
@@ -198,6 +216,13 @@ std::vector<HookedBlock> run_config_pre_hook(KernelState& k, const TuneLayer& t,
                                              const Frame& f);
 
 // ---- the layered call (src/core/layers.cc) ---------------------------------------------
+
+// Notes a slow path's result for recording into a bundle (Heuristic::recorded,
+// TuneLayer::recorded): what eval_heuristic returned for the frame, and what tune chose for
+// `key` when tuning for `target` (0: unknown, not noted).
+void note_heuristic(Heuristic& h, const Frame& f, const ArgValue& value);
+void note_choice(TuneLayer& t, const Frame& f, const MemoKey& key, uint32_t target,
+                 const Choice* choice);
 
 // The memo key of a heuristic: exactly what its plan says it read.
 TE_INTERNAL_API void heuristic_memo_key(const HeuristicPlan& plan, const Frame& f,

@@ -263,6 +263,10 @@ void load_layers(KernelState& k, void* wrappers_list) {
         t->key_params.push_back(find_param_by_name(k, pyb::str(name).cast<std::string>()));
       }
       t->num_configs = w[3].cast<size_t>();
+      for (pyb::handle config : pyb::list(w[1].attr("configs"))) {
+        t->configs += py::glue().attr("config_info")(config)[pyb::int_(0)].cast<std::string>();
+        t->configs += '\n';
+      }
       layer->tune = std::move(t);
     }
     k.layers.push_back(std::move(layer));

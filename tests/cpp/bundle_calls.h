@@ -5,6 +5,7 @@
 // with no JIT layer) and must resolve the same calls to the same kernels.
 
 #include <triton_embed/jit.h>
+#include <triton_embed/named.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -35,6 +36,29 @@ inline const te::CompiledKernel& compile_call(const te::JitFunction& add, const 
 }
 inline const char* const kRecorded[] = {"aligned", "n_not_div16", "fp16_unaligned", "num_warps_8"};
 
+// The recorded calls of wrapped kernels (te_tune_kernels: autotuned with fake timings, so
+// tuning needs no GPU), by name: autotune(heuristics(jit)), heuristics(autotune(jit)), a
+// heuristic alone, and a tuned kernel given a constexpr by name.
+struct WrappedCall {
+  const char* which;
+  const char* kernel;
+};
+inline const WrappedCall kWrapped[] = {
+    {"heur_tuned_1000", "fake_heur_tuned_kernel"}, {"heur_tuned_1024", "fake_heur_tuned_kernel"},
+    {"tuned_heur_1000", "fake_tuned_heur_kernel"}, {"tuned_heur_1024", "fake_tuned_heur_kernel"},
+    {"counted_300", "counted_heur_kernel"},        {"counted_2048", "counted_heur_kernel"},
+    {"tuned_neg", "fake_tuned_kernel"},
+};
+inline const te::CompiledKernel& compile_wrapped(const te::JitFunction& k, const std::string& which) {
+  using namespace triton_embed::literals;
+  if (which == "heur_tuned_1000" || which == "tuned_heur_1000") return k.compile(kX, kOut, 1000);
+  if (which == "heur_tuned_1024" || which == "tuned_heur_1024") return k.compile(kX, kOut, 1024);
+  if (which == "counted_300") return k.compile(kX, kOut, 300);
+  if (which == "counted_2048") return k.compile(kX, kOut, 2048);
+  if (which == "tuned_neg") return k.compile(kX, kOut, 4000, "ACT"_a = "neg");
+  std::abort();
+}
+
 // Where the recording process leaves the bundle and the hashes it compiled.
 inline std::string dir() {
   const char* d = std::getenv("TE_BUNDLE_DIR");
@@ -42,12 +66,14 @@ inline std::string dir() {
 }
 inline std::string bundle_path() { return dir() + "/record.teb"; }
 inline std::string hashes_path() { return dir() + "/record_hashes.txt"; }
+// The wrapped calls' hashes, and "best:KERNEL:N str(config)" lines for the tuned choices.
+inline std::string wrapped_hashes_path() { return dir() + "/record_wrapped.txt"; }
 
-inline std::map<std::string, std::string> read_hashes() {
+inline std::map<std::string, std::string> read_hashes(const std::string& path = hashes_path()) {
   std::map<std::string, std::string> m;
-  std::ifstream f(hashes_path());
-  std::string which, hash;
-  while (f >> which >> hash) m[which] = hash;
+  std::ifstream f(path);
+  std::string which, value;
+  while (f >> which && std::getline(f >> std::ws, value)) m[which] = value;
   return m;
 }
 

@@ -43,6 +43,19 @@ TEST_F(BundleJit, RecordWritesWhatWasCompiled) {
   const te::JitFunction takes_fn("te_spec_kernels", "k_constexpr");
   const te::JitFunction relu("te_compile_kernels", "relu");
   takes_fn.compile(relu);
+  // Wrapped kernels: their inner entries, layers, heuristic results and tuned choices.
+  std::ofstream wrapped(te_bundle::wrapped_hashes_path());
+  for (const te_bundle::WrappedCall& w : te_bundle::kWrapped) {
+    const te::JitFunction k("te_tune_kernels", w.kernel);
+    wrapped << w.which << " " << te_bundle::compile_wrapped(k, w.which).hash() << "\n";
+  }
+  const te::JitFunction tuned("te_tune_kernels", "fake_tuned_heur_kernel");
+  for (int n : {1000, 1024}) {
+    const te::TuningResult* r = tuned.tuning_result(te_bundle::kX, te_bundle::kOut, n);
+    ASSERT_NE(r, nullptr);
+    wrapped << "best:fake_tuned_heur_kernel:" << n << " " << r->best.str << "\n";
+  }
+  wrapped.close();
 
   te::write_bundle(te_bundle::bundle_path());
   const tb::Bundle b = tb::Bundle::open(te_bundle::bundle_path());
@@ -98,6 +111,44 @@ TEST_F(BundleJit, RecordWritesWhatWasCompiled) {
   EXPECT_EQ(recorded.size(), 4u);
   const int kc = kernel_index("te_spec_kernels", "k_constexpr");
   for (const tb::EntryView& e : c.entries) EXPECT_NE(static_cast<int>(e.kernel), kc);
+
+  // Each wrapped kernel once, with its wrapper and layers, its inner kernel's entries and its
+  // decisions: a heuristic's result per key, a choice per tuning key.
+  auto count = [&](int kernel, uint32_t kind) {
+    size_t n = 0;
+    for (const tb::RecordView& r : c.records) n += static_cast<int>(r.kernel) == kernel && r.kind == kind;
+    return n;
+  };
+  auto entries_of = [&](int kernel) {
+    size_t n = 0;
+    for (const tb::EntryView& e : c.entries) n += static_cast<int>(e.kernel) == kernel;
+    return n;
+  };
+  const int ht = kernel_index("te_tune_kernels", "fake_heur_tuned_kernel");
+  const int th = kernel_index("te_tune_kernels", "fake_tuned_heur_kernel");
+  const int counted = kernel_index("te_tune_kernels", "counted_heur_kernel");
+  const int neg = kernel_index("te_tune_kernels", "fake_tuned_kernel");
+  ASSERT_TRUE(ht >= 0 && th >= 0 && counted >= 0 && neg >= 0);
+  EXPECT_EQ(c.kernels[ht].wrapper, "heuristics");
+  EXPECT_EQ(c.kernels[th].wrapper, "autotune");
+  EXPECT_EQ(c.kernels[counted].wrapper, "heuristics");
+  EXPECT_FALSE(c.kernels[th].layers.empty());
+  EXPECT_TRUE(c.kernels[ki].layers.empty());
+  EXPECT_EQ(kernel_index("te_tune_kernels", "fake_tuned_heur_kernel[inner]"), -1);
+  // fake_heur_tuned_kernel: EVEN for n = 1000 and 1024, a choice per n, and an inner entry
+  // per n (1024 is divisible by 16, 1000 is not).
+  EXPECT_EQ(count(ht, 1), 2u);
+  EXPECT_EQ(count(ht, 2), 2u);
+  EXPECT_EQ(entries_of(ht), 2u);
+  // fake_tuned_heur_kernel: the heuristic (EVEN_BLOCKS, reads n and BLOCK) per key; two entries.
+  EXPECT_EQ(count(th, 1), 2u);
+  EXPECT_EQ(count(th, 2), 2u);
+  EXPECT_EQ(entries_of(th), 2u);
+  EXPECT_EQ(count(counted, 1), 2u);
+  EXPECT_EQ(count(counted, 2), 0u);
+  EXPECT_EQ(entries_of(counted), 2u);
+  EXPECT_EQ(count(neg, 2), 1u);
+  EXPECT_EQ(entries_of(neg), 1u);
 }
 
 TEST_F(BundleJit, AnEntryOfOtherSourceIsNotUsed) {
@@ -134,6 +185,27 @@ TEST_F(BundleJit, LoadedBundleServesMissesWithoutCompiling) {
   const te::CompiledKernel& other = add.compile(te_bundle::kX, te_bundle::kY, te_bundle::kOut, 4096, 512);
   EXPECT_EQ(te::detail::testing::compile_count(), before + 1);
   for (const auto& kv : expected) EXPECT_NE(other.hash(), kv.second);
+}
+
+TEST_F(BundleJit, TunedChoicesFromABundleServeTheJit) {
+  using namespace triton_embed::literals;
+  const std::map<std::string, std::string> expected =
+      te_bundle::read_hashes(te_bundle::wrapped_hashes_path());
+  ASSERT_EQ(expected.count("tuned_neg"), 1u) << "run bundle_record first";
+  te::load_bundle(te_bundle::bundle_path());
+  const te::JitFunction k("te_tune_kernels", "fake_tuned_kernel");
+  const long python = te::detail::testing::layer_python_calls();
+  const long compiles = te::detail::testing::compile_count();
+  EXPECT_EQ(te_bundle::compile_wrapped(k, "tuned_neg").hash(), expected.at("tuned_neg"));
+  EXPECT_EQ(te::detail::testing::layer_python_calls(), python);  // no tuning in Python
+  EXPECT_EQ(te::detail::testing::compile_count(), compiles);     // the inner entry too
+  const te::TuningResult* r = k.tuning_result(te_bundle::kX, te_bundle::kOut, 4000, "ACT"_a = "neg");
+  ASSERT_NE(r, nullptr);
+  EXPECT_TRUE(r->from_cache);
+  EXPECT_EQ(r->best.str, "BLOCK: 128, num_warps: 4, num_ctas: 1, num_stages: 3, maxnreg: None");
+  // A tuning key the bundle lacks is tuned in Python, as without a bundle.
+  k.compile(te_bundle::kX, te_bundle::kOut, 3000, "ACT"_a = "neg");
+  EXPECT_EQ(te::detail::testing::layer_python_calls(), python + 1);
 }
 
 TEST_F(BundleJit, BundleErrorsSayWhichAndWhy) {

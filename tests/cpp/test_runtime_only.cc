@@ -174,4 +174,48 @@ TEST_F(RuntimeOnlyBundle, ASpecialisationNoBundleHoldsRaisesNotInBundleError) {
             "kernel bundle that holds it");
 }
 
+TEST_F(RuntimeOnlyBundle, WrappedKernelsLaunchFromTheRecordedDecisions) {
+  // Heuristics' results and tuned choices come from the bundle: the recorded calls resolve to
+  // the kernels the JIT compiled, with no Python to run a heuristic or tune.
+  const std::map<std::string, std::string> expected =
+      te_bundle::read_hashes(te_bundle::wrapped_hashes_path());
+  ASSERT_EQ(expected.size(), 9u) << te_bundle::wrapped_hashes_path();
+  for (const te_bundle::WrappedCall& w : te_bundle::kWrapped) {
+    const te::JitFunction k("te_tune_kernels", w.kernel);
+    EXPECT_EQ(te_bundle::compile_wrapped(k, w.which).hash(), expected.at(w.which)) << w.which;
+  }
+  const te::JitFunction tuned("te_tune_kernels", "fake_tuned_heur_kernel");
+  EXPECT_EQ(tuned.wrapper(), "autotune");
+  for (int n : {1000, 1024}) {
+    const te::TuningResult* r = tuned.tuning_result(te_bundle::kX, te_bundle::kOut, n);
+    ASSERT_NE(r, nullptr) << n;
+    EXPECT_EQ(r->best.str, expected.at("best:fake_tuned_heur_kernel:" + std::to_string(n)));
+    EXPECT_EQ(r->best.num_warps, 4);
+    EXPECT_TRUE(r->from_cache);
+  }
+  // The launch path up to the driver call, twice: the second through the memo of whole calls.
+  for (int round = 0; round < 2; ++round) {
+    uint64_t slots[8] = {};
+    EXPECT_EQ(te::detail::testing::dry_run(tuned, slots, te_bundle::kX, te_bundle::kOut, 1000), 3);
+    EXPECT_EQ(slots[0], 0x10000u);
+    EXPECT_EQ(slots[1], 0x30000u);
+    EXPECT_EQ(slots[2], 1000u);
+  }
+
+  // What the recording did not see raises NotInBundleError: a tuning key, a heuristic's input.
+  EXPECT_EQ(message_of<te::NotInBundleError>(
+                [&] { tuned.compile(te_bundle::kX, te_bundle::kOut, 3000); }),
+            "te_tune_kernels.fake_tuned_heur_kernel: the tuned configuration for this tuning key "
+            "is in no kernel bundle; this program links triton_embed::runtime only, which runs no "
+            "Python and compiles nothing: link triton_embed::triton_embed to compile kernels with "
+            "Triton on first use, or build a kernel bundle that holds it");
+  const te::JitFunction counted("te_tune_kernels", "counted_heur_kernel");
+  EXPECT_EQ(message_of<te::NotInBundleError>(
+                [&] { counted.compile(te_bundle::kX, te_bundle::kOut, 5000); }),
+            "te_tune_kernels.counted_heur_kernel: the value of heuristic 'BLOCK' for these "
+            "arguments is in no kernel bundle; this program links triton_embed::runtime only, "
+            "which runs no Python and compiles nothing: link triton_embed::triton_embed to "
+            "compile kernels with Triton on first use, or build a kernel bundle that holds it");
+}
+
 }  // namespace

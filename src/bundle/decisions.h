@@ -1,0 +1,54 @@
+#pragma once
+
+// What a bundle keeps of a wrapped kernel (@triton.heuristics, @triton.autotune) besides its
+// inner kernel's cubins: the layers' shape (which heuristic sets which parameter or option,
+// the autotuner's key parameters) and the decisions the recording process made (each
+// heuristic's result per memo key; each tuned choice per target and tuning key). Loading them
+// fills the layers' memos, so a program with no Python launches the kernel for every key the
+// recording saw, and raises NotInBundleError for one it did not.
+//
+// The layers go into bundle::Kernel::layers; the decisions into bundle::Record:
+//   kind 1, a heuristic's result: key = {layer << 32 | heuristic, number of deps, each dep
+//     (param << 8 | aspect), the memo key words}; payload = the value.
+//   kind 2, a tuned choice: key = {layer, target, bytes of the base options text, the text
+//     packed 8 bytes a word, the tuning key words after the options id}; payload = the
+//     choice (meta-parameters, options text, pre_hook flag, Python's best config and key).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "bundle/format.h"
+#include "core/kernel_state.h"
+
+namespace triton_embed::detail::bundle {
+
+constexpr uint32_t kRecordHeuristic = 1;
+constexpr uint32_t kRecordChoice = 2;
+
+// The layers of wrapped kernel `k` (empty for a plain kernel).
+std::string encode_layers(const KernelState& k);
+
+// Makes k's layers (and its call memo) from `bytes`, with no Python objects: a heuristic or
+// tuning miss raises NotInBundleError. k's parameters must be decoded first. Throws
+// BundleError (kCorrupt) naming `where` for bytes encode_layers did not write.
+void decode_layers(std::string_view bytes, KernelState& k, const std::string& where);
+
+// Appends the decisions noted in k's layers (Heuristic::recorded, TuneLayer::recorded) as
+// records of bundle kernel `kernel`.
+void record_decisions(const KernelState& k, uint32_t kernel, Contents& out);
+
+// Fills k's heuristic memos from the records of bundle kernel `kernel` in `c`: every result
+// whose deps match the heuristic's plan (the first record seen makes the plan, when the
+// heuristic has none yet). Results already known are kept.
+void apply_heuristics(const ContentsView& c, uint32_t kernel, KernelState& k,
+                      const std::string& where);
+
+// Fills the memo of k's autotune layer `layer` with the choices `c` holds for it, tuned for
+// the target that serves `target` (the same, else the newest older one with the same warp
+// size; 0: the newest). Keys already known are kept. With `skip_pre_hook`, choices whose
+// config has a pre_hook are left out (the JIT layer tunes those itself: it must run the hook).
+void apply_choices(const ContentsView& c, uint32_t kernel, KernelState& k, size_t layer,
+                   uint32_t target, bool skip_pre_hook, const std::string& where);
+
+}  // namespace triton_embed::detail::bundle
