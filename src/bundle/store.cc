@@ -219,53 +219,100 @@ const Choice* bundled_choice(KernelState& k, TuneLayer& t, const MemoKey& key, u
                                    : nullptr;
 }
 
+namespace {
+
+// The `.target` of a PTX module ("sm_80", "sm_90a"), or empty.
+std::string_view ptx_target(std::string_view ptx) {
+  const size_t at = ptx.find("\n.target ");
+  if (at == std::string_view::npos) return {};
+  std::string_view t = ptx.substr(at + 9);
+  return t.substr(0, t.find_first_of(", \r\n"));
+}
+
+// Whether PTX kept for an older target may serve `target` through the driver (off with
+// TRITON_EMBED_BUNDLE_PTX=0): PTX for a plain sm_XY runs on any newer GPU; PTX for sm_XYa or
+// sm_XYf uses features of that architecture only.
+bool ptx_serves(std::string_view ptx) {
+  static const bool allowed = [] {
+    const char* env = std::getenv("TRITON_EMBED_BUNDLE_PTX");
+    return env == nullptr || (std::strcmp(env, "0") != 0 && std::strcmp(env, "off") != 0);
+  }();
+  const std::string_view t = ptx_target(ptx);
+  return allowed && t.size() > 3 && t.substr(0, 3) == "sm_" &&
+         t.find_first_not_of("0123456789", 3) == std::string_view::npos;
+}
+
+std::unique_ptr<detail::Entry> entry_from(const EntryView& ev, const Key& key, uint64_t hash,
+                                          bool from_ptx) {
+  CompiledKernelFields f;
+  f.hash = std::string(ev.hash);
+  f.name = std::string(ev.fn_name);
+  f.target = target_str(ev.target);
+  f.signature = std::string(ev.signature);
+  if (!from_ptx) f.cubin = std::string(ev.cubin);  // none: the driver compiles the PTX
+  f.ptx = std::string(ev.ptx);
+  f.num_warps = ev.num_warps;
+  f.num_ctas = ev.num_ctas;
+  f.num_stages = ev.num_stages;
+  f.shared = ev.shared;
+  f.num_kernel_params = ev.num_kernel_params;
+  f.global_scratch_size = ev.global_scratch_size;
+  f.global_scratch_align = ev.global_scratch_align;
+  f.profile_scratch_size = ev.profile_scratch_size;
+  f.profile_scratch_align = ev.profile_scratch_align;
+  f.launch_cooperative_grid = ev.launch_cooperative_grid;
+  f.launch_pdl = ev.launch_pdl;
+  auto e = std::make_unique<detail::Entry>();
+  e->target = key.target;
+  e->options = key.options;
+  e->hash = hash;
+  e->set_key(key);
+  e->kernel = CompiledKernelAccess::make(std::move(f));
+  e->set_launch_constants(target_warp_size(ev.target));
+  e->oversized_shared_mode = ev.oversized_shared_mode;
+  e->triton_version = ev.triton_version;
+  for (const TmaRecord& t : ev.tma) e->tma.push_back(to_meta(t));
+  return e;
+}
+
+}  // namespace
+
 std::unique_ptr<detail::Entry> make_entry(const KernelState& k, const InternedOptions& options,
-                                  const Key& key, uint64_t hash) {
+                                          const Key& key, uint64_t hash) {
   load_from_environment();
   const std::string opts = encode_options(options.options);
   Store& s = store();
   std::lock_guard<std::mutex> lock(s.mu);
+  // The entry for the GPU's own target; else the newest older target's PTX, when it may serve.
+  const EntryView* older = nullptr;
+  const Bundle* older_bundle = nullptr;
   for (const Bundle& b : s.bundles) {
     const ContentsView& c = b.view();
     for (const EntryView& ev : c.entries) {
-      const KernelView& kv = c.kernels[ev.kernel];
-      if (ev.target != key.target || ev.key_words.size() != key.n || ev.options != opts ||
-          !same_kernel(kv, k) ||
+      if (ev.key_words.size() != key.n || ev.options != opts || !same_kernel(c.kernels[ev.kernel], k) ||
           !std::equal(ev.key_words.begin(), ev.key_words.end(), key.w)) {
         continue;
       }
-      CompiledKernelFields f;
-      f.hash = std::string(ev.hash);
-      f.name = std::string(ev.fn_name);
-      f.target = target_str(ev.target);
-      f.signature = std::string(ev.signature);
-      f.cubin = std::string(ev.cubin);
-      f.ptx = std::string(ev.ptx);
-      f.num_warps = ev.num_warps;
-      f.num_ctas = ev.num_ctas;
-      f.num_stages = ev.num_stages;
-      f.shared = ev.shared;
-      f.num_kernel_params = ev.num_kernel_params;
-      f.global_scratch_size = ev.global_scratch_size;
-      f.global_scratch_align = ev.global_scratch_align;
-      f.profile_scratch_size = ev.profile_scratch_size;
-      f.profile_scratch_align = ev.profile_scratch_align;
-      f.launch_cooperative_grid = ev.launch_cooperative_grid;
-      f.launch_pdl = ev.launch_pdl;
-      auto e = std::make_unique<detail::Entry>();
-      e->target = key.target;
-      e->options = key.options;
-      e->hash = hash;
-      e->set_key(key);
-      e->kernel = CompiledKernelAccess::make(std::move(f));
-      e->set_launch_constants(target_warp_size(ev.target));
-      e->oversized_shared_mode = ev.oversized_shared_mode;
-      e->triton_version = ev.triton_version;
-      for (const TmaRecord& t : ev.tma) e->tma.push_back(to_meta(t));
-      return e;
+      if (ev.target == key.target) return entry_from(ev, key, hash, false);
+      if (target_warp_size(ev.target) == target_warp_size(key.target) &&
+          target_arch(ev.target) < target_arch(key.target) && ptx_serves(ev.ptx) &&
+          (older == nullptr || target_arch(ev.target) > target_arch(older->target))) {
+        older = &ev;
+        older_bundle = &b;
+      }
     }
   }
-  return nullptr;
+  if (older == nullptr) return nullptr;
+  // Said once per entry: the kernel runs code built for an older GPU, compiled by the driver.
+  std::fprintf(stderr,
+               "triton_embed: %s.%s as %s: bundle %s has no cubin for %s; using the PTX of its "
+               "%s entry, which the CUDA driver compiles for this GPU when the kernel is loaded "
+               "(add a %s entry to the bundle to launch code built for this GPU; "
+               "TRITON_EMBED_BUNDLE_PTX=0 refuses PTX instead)\n",
+               k.module.c_str(), k.name.c_str(), std::string(older->signature).c_str(),
+               older_bundle->name().c_str(), target_str(key.target).c_str(),
+               target_str(older->target).c_str(), target_str(key.target).c_str());
+  return entry_from(*older, key, hash, true);
 }
 
 std::string nearest_entries(const KernelState& k, uint32_t target) {
@@ -306,6 +353,7 @@ void record_entries(KernelState& cache_of, uint32_t index, Contents& c, int& tri
     const detail::Entry& e = *ep;
     if (e.process_local) continue;
     const CompiledKernel& ck = *e.kernel;
+    if (ck.cubin().empty()) continue;  // served by an older target's PTX: not this target's
     bundle::Entry out;
     out.kernel = index;
     out.target = e.target;

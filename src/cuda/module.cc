@@ -32,7 +32,11 @@ void* load_function(const KernelState& k, Entry& e, const cuda::ContextInfo& ctx
                                     << " CUDA contexts";
 
   cuda::ModuleGuard mod;
-  cuda::check(a.cuModuleLoadData(mod.out(), ck.cubin().data()), "cuModuleLoadData", what.c_str());
+  // A bundle entry served from an older target's PTX has no cubin: the driver compiles the
+  // PTX (a NUL-terminated string) for this GPU.
+  const void* image = ck.cubin().empty() ? static_cast<const void*>(ck.ptx().data())
+                                         : static_cast<const void*>(ck.cubin().data());
+  cuda::check(a.cuModuleLoadData(mod.out(), image), "cuModuleLoadData", what.c_str());
   CUfunction fn = nullptr;
   cuda::check(a.cuModuleGetFunction(&fn, mod.get(), ck.name().c_str()), "cuModuleGetFunction",
               what.c_str());

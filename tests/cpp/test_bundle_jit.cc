@@ -149,6 +149,20 @@ TEST_F(BundleJit, RecordWritesWhatWasCompiled) {
   EXPECT_EQ(entries_of(counted), 2u);
   EXPECT_EQ(count(neg, 2), 1u);
   EXPECT_EQ(entries_of(neg), 1u);
+
+  // For the PTX test (test_runtime_only): one call compiled for cuda:80, alone in ptx80.teb.
+  te::set_target(te::Target::parse("cuda:80"));
+  const te::CompiledKernel& k80 = compile_call(add, "n_not_div16");
+  EXPECT_NE(k80.ptx().find("\n.target sm_80"), std::string_view::npos);
+  std::ofstream(te_bundle::dir() + "/ptx80_hash.txt") << "n_not_div16 " << k80.hash() << "\n";
+  te::write_bundle(te_bundle::dir() + "/all.teb");
+  tb::Contents only80 = tb::Bundle::open(te_bundle::dir() + "/all.teb").contents();
+  only80.records.clear();
+  only80.entries.erase(std::remove_if(only80.entries.begin(), only80.entries.end(),
+                                      [](const tb::Entry& e) { return e.target != (80u | 32u << 16); }),
+                       only80.entries.end());
+  ASSERT_EQ(only80.entries.size(), 1u);
+  tb::write_file(only80, te_bundle::dir() + "/ptx80.teb");
 }
 
 TEST_F(BundleJit, AnEntryOfOtherSourceIsNotUsed) {

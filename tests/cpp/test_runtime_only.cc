@@ -218,4 +218,33 @@ TEST_F(RuntimeOnlyBundle, WrappedKernelsLaunchFromTheRecordedDecisions) {
             "compile kernels with Triton on first use, or build a kernel bundle that holds it");
 }
 
+TEST_F(RuntimeOnlyBundle, PtxOfAnOlderTargetServesANewerGpu) {
+  // Last in this suite: it loads one more bundle. ptx80.teb holds one cuda:80 entry (with its
+  // PTX for plain sm_80); asked for cuda:86, the loader gives the cuda:80 entry's PTX (which
+  // the driver compiles when the kernel is loaded) and says so on stderr.
+  const std::map<std::string, std::string> expected =
+      te_bundle::read_hashes(te_bundle::dir() + "/ptx80_hash.txt");
+  ASSERT_EQ(expected.size(), 1u);
+  te::load_bundle(te_bundle::dir() + "/ptx80.teb");
+  te::set_target(te::Target::parse("cuda:86"));
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  ::testing::internal::CaptureStderr();
+  const te::CompiledKernel& k = te_bundle::compile_call(add, "n_not_div16");
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(k.hash(), expected.at("n_not_div16"));
+  EXPECT_EQ(k.target(), "cuda:80");
+  EXPECT_TRUE(k.cubin().empty());
+  EXPECT_NE(k.ptx().find("\n.target sm_80"), std::string_view::npos);
+  EXPECT_EQ(said.rfind("triton_embed: pykernels.vector.add_kernel as add_kernel(", 0), 0u) << said;
+  EXPECT_NE(said.find(": bundle " + te_bundle::dir() + "/ptx80.teb has no cubin for cuda:86; using "
+                      "the PTX of its cuda:80 entry, which the CUDA driver compiles for this GPU "
+                      "when the kernel is loaded (add a cuda:86 entry to the bundle to launch "
+                      "code built for this GPU; TRITON_EMBED_BUNDLE_PTX=0 refuses PTX instead)\n"),
+            std::string::npos)
+      << said;
+  // PTX built for sm_90a uses features of that GPU only: it serves no other.
+  te::set_target(te::Target::parse("cuda:100"));
+  EXPECT_THROW(te_bundle::compile_call(add, "aligned"), te::NotInBundleError);
+}
+
 }  // namespace
