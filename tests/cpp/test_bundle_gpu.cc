@@ -1,0 +1,216 @@
+// Kernel bundles on the GPU, as two processes. Built twice from this file:
+//   test_bundle_gpu_record (TE_BUNDLE_RECORD, the JIT layer): launches an autotuned matmul
+//     and an autotuned matmul with a heuristic (tuned on this GPU), compiles the vector add
+//     for cuda:80 only, and saves the outputs, the tuning choices and the bundle;
+//   test_bundle_gpu_replay (triton_embed::runtime only: no Python at all): loads the bundle
+//     (TRITON_EMBED_BUNDLE), launches the same calls and requires outputs bitwise equal to
+//     the JIT's and the same choices; the vector add runs from the cuda:80 entry's PTX.
+// Every test skips without a GPU. CTest: bundle_gpu_record, then bundle_gpu_replay.
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+#include <triton_embed/bundle.h>
+#include <triton_embed/jit.h>
+#include <triton_embed/named.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace te = triton_embed;
+using namespace triton_embed::literals;
+
+#define CUDA_ASSERT(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+namespace {
+
+std::string dir() {
+  const char* d = std::getenv("TE_BUNDLE_DIR");
+  return std::string(d != nullptr ? d : "/tmp") + "/gpu";
+}
+
+bool have_gpu() {
+  int n = 0;
+  return te::cuda_available() && cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+template <class T>
+struct DeviceBuffer {
+  T* ptr = nullptr;
+  size_t n = 0;
+  explicit DeviceBuffer(size_t count) : n(count) {
+    if (cudaMalloc(reinterpret_cast<void**>(&ptr), count * sizeof(T)) != cudaSuccess) ptr = nullptr;
+    cudaMemset(ptr, 0, count * sizeof(T));
+  }
+  ~DeviceBuffer() { cudaFree(ptr); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void upload(const std::vector<T>& h) { cudaMemcpy(ptr, h.data(), n * sizeof(T), cudaMemcpyHostToDevice); }
+  std::vector<T> download() const {
+    std::vector<T> h(n);
+    cudaMemcpy(h.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost);
+    return h;
+  }
+};
+
+// fp16 bits of a small integer (|v| < 2048): exact.
+uint16_t half_of(int v) {
+  if (v == 0) return 0;
+  const uint16_t sign = v < 0 ? 0x8000 : 0;
+  uint32_t m = static_cast<uint32_t>(v < 0 ? -v : v);
+  int e = 0;
+  while ((m >> e) > 1) ++e;
+  const uint32_t mant = (m << (10 - e)) & 0x3FF;
+  return static_cast<uint16_t>(sign | (e + 15) << 10 | mant);
+}
+
+template <class T>
+void save(const std::string& name, const std::vector<T>& v) {
+  std::ofstream(dir() + "/" + name, std::ios::binary)
+      .write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
+}
+template <class T>
+std::vector<T> load(const std::string& name) {
+  std::ifstream f(dir() + "/" + name, std::ios::binary | std::ios::ate);
+  std::vector<T> v(static_cast<size_t>(f.tellg()) / sizeof(T));
+  f.seekg(0);
+  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
+  return v;
+}
+
+// The matmuls: c = a @ b (fp16 in, fp32 out) with each autotuned kernel, at two shapes.
+struct MatmulCase {
+  const char* kernel;
+  int M, N, K;
+  const char* activation;
+};
+const MatmulCase kMatmuls[] = {
+    {"matmul_kernel", 512, 512, 256, ""},
+    {"matmul_kernel", 384, 640, 320, "leaky_relu"},
+    {"matmul_heuristic_kernel", 256, 384, 200, "relu"},
+};
+std::string case_name(const MatmulCase& c) {
+  return std::string(c.kernel) + "_" + std::to_string(c.M) + "x" + std::to_string(c.N) + "x" +
+         std::to_string(c.K);
+}
+
+// Runs one case; returns c's bytes and the tuned config's str().
+void run_matmul(const MatmulCase& mc, std::vector<float>& out, std::string& best) {
+  const int M = mc.M, N = mc.N, K = mc.K;
+  std::vector<uint16_t> ha(static_cast<size_t>(M) * K), hb(static_cast<size_t>(K) * N);
+  for (size_t i = 0; i < ha.size(); ++i) ha[i] = half_of(static_cast<int>(i * 7 % 13) - 6);
+  for (size_t i = 0; i < hb.size(); ++i) hb[i] = half_of(static_cast<int>(i * 5 % 11) - 5);
+  DeviceBuffer<uint16_t> a(ha.size()), b(hb.size());
+  DeviceBuffer<float> c(static_cast<size_t>(M) * N);
+  a.upload(ha);
+  b.upload(hb);
+  const te::JitFunction mm("pykernels.matmul", mc.kernel);
+  const te::Pointer pa(a.ptr, te::DType::fp16), pb(b.ptr, te::DType::fp16);
+  const auto grid = [&](const te::Meta& m) {
+    return te::Grid(te::cdiv(M, m["BLOCK_M"]) * te::cdiv(N, m["BLOCK_N"]));
+  };
+  mm.launch(grid, nullptr, pa, pb, c.ptr, M, N, K, K, 1, N, 1, N, 1,
+            "ACTIVATION"_a = mc.activation);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  out = c.download();
+  const te::TuningResult* r = mm.tuning_result(pa, pb, c.ptr, M, N, K, K, 1, N, 1, N, 1,
+                                               "ACTIVATION"_a = mc.activation);
+  ASSERT_NE(r, nullptr);
+  best = r->best.str;
+}
+
+constexpr int kAddN = 5000;
+
+class BundleGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  }
+};
+
+#ifdef TE_BUNDLE_RECORD
+
+TEST_F(BundleGpu, Record) {
+  std::system(("mkdir -p " + dir()).c_str());
+  std::ofstream best(dir() + "/best.txt");
+  for (const MatmulCase& mc : kMatmuls) {
+    std::vector<float> out;
+    std::string b;
+    ASSERT_NO_FATAL_FAILURE(run_matmul(mc, out, b));
+    save(case_name(mc) + ".bin", out);
+    best << case_name(mc) << " " << b << "\n";
+  }
+  best.close();
+  // The vector add for cuda:80 only (compile-only: its PTX serves this GPU in the replay).
+  te::set_target(te::Target::parse("cuda:80"));
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  DeviceBuffer<float> x(kAddN), y(kAddN), out(kAddN);
+  const te::CompiledKernel& k80 = add.compile(x.ptr, y.ptr, out.ptr, kAddN, 1024);
+  te::set_target(std::nullopt);
+  std::ofstream(dir() + "/add80.txt") << k80.hash() << "\n";
+  te::write_bundle(dir() + "/gpu.teb");
+}
+
+#else  // the replay: runtime only
+
+TEST_F(BundleGpu, ReplayIsBitwiseEqualToTheJit) {
+  std::map<std::string, std::string> best;
+  {
+    std::ifstream f(dir() + "/best.txt");
+    std::string name, text;
+    while (f >> name && std::getline(f >> std::ws, text)) best[name] = text;
+  }
+  ASSERT_EQ(best.size(), 3u) << "run bundle_gpu_record first";
+  for (const MatmulCase& mc : kMatmuls) {
+    std::vector<float> out;
+    std::string b;
+    ASSERT_NO_FATAL_FAILURE(run_matmul(mc, out, b));
+    const std::vector<float> expected = load<float>(case_name(mc) + ".bin");
+    ASSERT_EQ(out.size(), expected.size()) << case_name(mc);
+    EXPECT_EQ(std::memcmp(out.data(), expected.data(), out.size() * sizeof(float)), 0)
+        << case_name(mc) << ": not bitwise equal to the JIT's output";
+    EXPECT_EQ(b, best.at(case_name(mc))) << case_name(mc);
+  }
+  // A shape the recording never tuned: NotInBundleError, not a guess.
+  const te::JitFunction mm("pykernels.matmul", "matmul_kernel");
+  DeviceBuffer<uint16_t> a(128 * 128), bb(128 * 128);
+  DeviceBuffer<float> c(128 * 128);
+  const te::Pointer pa(a.ptr, te::DType::fp16), pb(bb.ptr, te::DType::fp16);
+  EXPECT_THROW(mm.launch(te::Grid(1), nullptr, pa, pb, c.ptr, 128, 128, 128, 128, 1, 128, 1, 128,
+                         1, "ACTIVATION"_a = ""),
+               te::NotInBundleError);
+}
+
+TEST_F(BundleGpu, PtxOfAnOlderTargetRunsOnThisGpu) {
+  std::ifstream f(dir() + "/add80.txt");
+  std::string hash;
+  ASSERT_TRUE(static_cast<bool>(f >> hash)) << "run bundle_gpu_record first";
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  DeviceBuffer<float> x(kAddN), y(kAddN), out(kAddN);
+  std::vector<float> hx(kAddN), hy(kAddN);
+  for (int i = 0; i < kAddN; ++i) {
+    hx[i] = 0.25f * static_cast<float>(i % 97);
+    hy[i] = 1.5f - 0.125f * static_cast<float>(i % 31);
+  }
+  x.upload(hx);
+  y.upload(hy);
+  ::testing::internal::CaptureStderr();
+  add.launch({te::cdiv(kAddN, 1024)}, nullptr, x.ptr, y.ptr, out.ptr, kAddN, 1024);
+  CUDA_ASSERT(cudaDeviceSynchronize());
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("using the PTX of its cuda:80 entry"), std::string::npos) << said;
+  const std::vector<float> h = out.download();
+  for (int i = 0; i < kAddN; ++i) ASSERT_EQ(h[i], hx[i] + hy[i]) << i;
+  const te::CompiledKernel& k = add.compile(x.ptr, y.ptr, out.ptr, kAddN, 1024);
+  EXPECT_EQ(k.hash(), hash);
+  EXPECT_EQ(k.target(), "cuda:80");
+  EXPECT_TRUE(k.cubin().empty());
+}
+
+#endif
+
+}  // namespace
