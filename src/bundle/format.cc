@@ -105,6 +105,26 @@ std::string key_text(const std::vector<uint64_t>& words) {
 
 std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 
+// Options as the integration stores them ("name=<b|i|f|s><value>" lines, kernel_table.h),
+// for people: "name=value; name=value". Other text is shown as it is.
+std::string options_for_people(std::string_view text) {
+  std::string out;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    const size_t eq = line.find('=');
+    if (!out.empty()) out += "; ";
+    if (eq != std::string_view::npos && eq + 1 < line.size() &&
+        std::string_view("bifs").find(line[eq + 1]) != std::string_view::npos) {
+      out.append(line.substr(0, eq + 1)).append(line.substr(eq + 2));
+    } else {
+      out.append(line);
+    }
+  }
+  return out;
+}
+
 std::string plural(size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
@@ -981,7 +1001,8 @@ std::string describe(const Bundle& b) {
     os << "\n";
     for (size_t i : by_kernel[k]) {
       const EntryView& e = b.entries()[i];
-      os << "  entry #" << i << " " << target_text(e.target) << " " << quoted(e.options)
+      os << "  entry #" << i << " " << target_text(e.target) << " "
+         << quoted(options_for_people(e.options))
          << ": hash " << e.hash << ", key " << plural(e.key_words.size(), "word", "words")
          << ", signature " << quoted(e.signature) << ", cubin "
          << plural(e.cubin.size(), "byte", "bytes") << ", ";

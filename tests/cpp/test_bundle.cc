@@ -875,6 +875,15 @@ TEST(Bundle, Describe) {
             "  1 record\n");
   EXPECT_EQ(tb::target_text(kSm90), "cuda:90");
   EXPECT_EQ(tb::target_text(kSm90Wave64), "cuda:90:64");
+  // Options as the library stores them ("name=<type><value>" lines) read as name=value.
+  tb::Contents c = sample();
+  c.entries[0].options = "debug=b1\nnum_warps=i8\nratio=f0x1p-1\n";
+  const std::string stored = tb::serialize(c);
+  const std::string text =
+      tb::describe(tb::Bundle::from_memory(stored.data(), stored.size(), "s.teb"));
+  EXPECT_NE(text.find("  entry #0 cuda:90 'debug=1; num_warps=8; ratio=0x1p-1': hash 9f2c81aa"),
+            std::string::npos)
+      << text;
 }
 
 // The bundles tests/cmake/bundle_tool.cmake lists and merges.
