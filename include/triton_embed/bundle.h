@@ -19,7 +19,12 @@
  *  the same source hash), target, options and specialisation is used as Triton's compile
  *  result would be. Without the JIT layer a specialisation no bundle holds raises
  *  NotInBundleError, which names the kernel, what was asked for and what the bundles hold.
- *  Kernels wrapped in \c @triton.autotune or \c @triton.heuristics are not recorded yet.
+ *
+ *  Kernels wrapped in \c @triton.autotune or \c @triton.heuristics are recorded with their
+ *  decisions: each heuristic's result and each tuned choice (per target) the process saw, so
+ *  a program without Python launches them for those keys (NotInBundleError for others). The
+ *  GPU's architecture picks the entry; PTX kept for an older plain \c sm_XY target serves a
+ *  newer GPU through the driver, said on stderr (\c TRITON_EMBED_BUNDLE_PTX=0 refuses it).
  */
 
 #include <cstddef>
