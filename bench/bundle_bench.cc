@@ -10,12 +10,16 @@
 //                          host time per launch against raw cuLaunchKernelEx on the same cubin,
 //                          measured as launch_bench's paired rows (alternating batches)
 //     correct              the launch's output equals x + y, bit for bit
+//     tuned_ratio, tuned_p25, tuned_p75, tuned_correct, tuned_best
+//                          the same for bench_kernels.add_autotune_kernel (@triton.autotune,
+//                          a grid callable): its tuned choice and cubin come from the bundle
 // bench/run.py runs it in fresh processes on the bundle launch_bench wrote.
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -108,12 +112,48 @@ int run(const char* bundle) {
   const bench::Pair pair = bench::paired(
       [&] { check(d.launch_kernel_ex(&cfg, fn, params, nullptr), "cuLaunchKernelEx"); },
       [&] { add.launch({kN / 1024}, ts, xp, yp, op, kN, 1024); }, s, d);
+  // An autotuned kernel: the choice launch_bench's tuning made comes from the bundle too.
+  const std::vector<float> zeros(kN, 0.0f);
+  check(d.memcpy_htod(o, zeros.data(), kN * 4), "cuMemcpyHtoD");
+  const te::JitFunction tuned("bench_kernels", "add_autotune_kernel");
+  const auto tuned_grid = [](const te::Meta& m) { return te::Grid(te::cdiv(kN, m["BLOCK"])); };
+  tuned.launch(tuned_grid, ts, xp, yp, op, kN);
+  check(d.stream_synchronize(s), "cuStreamSynchronize");
+  check(d.memcpy_dtoh(ho.data(), o, kN * 4), "cuMemcpyDtoH");
+  bool tuned_correct = true;
+  for (int64_t i = 0; i < kN; ++i) {
+    const float want = hx[i] + hy[i];
+    tuned_correct = tuned_correct && std::memcmp(&ho[i], &want, 4) == 0;
+  }
+  const te::TuningResult* tr = tuned.tuning_result(xp, yp, op, kN);
+  if (tr == nullptr) throw std::runtime_error("add_autotune_kernel: no choice in the bundle");
+  int64_t block = 0;
+  for (const auto& kv : tr->best.kwargs) {
+    if (kv.first == "BLOCK") block = std::stoll(kv.second);
+  }
+  const te::CompiledKernel& kt = tuned.compile(xp, yp, op, kN);
+  CUmodule mt;
+  check(d.module_load_data(&mt, kt.cubin().data()), "cuModuleLoadData");
+  CUfunction fnt;
+  check(d.module_get_function(&fnt, mt, kt.name().c_str()), "cuModuleGetFunction");
+  CUlaunchConfig cfgt = cfg;
+  cfgt.gridDimX = static_cast<unsigned>(te::cdiv(kN, block));
+  cfgt.blockDimX = static_cast<unsigned>(32 * kt.num_warps());
+  cfgt.sharedMemBytes = static_cast<unsigned>(kt.shared());
+  const bench::Pair tpair = bench::paired(
+      [&] { check(d.launch_kernel_ex(&cfgt, fnt, params, nullptr), "cuLaunchKernelEx"); },
+      [&] { tuned.launch(tuned_grid, ts, xp, yp, op, kN); }, s, d);
+
   std::printf(
       "{\"context_s\": %.6f, \"first_launch_s\": %.6f, \"rss_before_mib\": %.2f, "
       "\"rss_added_mib\": %.2f, \"raw_us\": %.4f, \"ours_us\": %.4f, \"ratio\": %.4f, "
-      "\"p25\": %.4f, \"p75\": %.4f, \"correct\": %s}\n",
+      "\"p25\": %.4f, \"p75\": %.4f, \"correct\": %s, \"tuned_raw_us\": %.4f, "
+      "\"tuned_ours_us\": %.4f, \"tuned_ratio\": %.4f, \"tuned_p25\": %.4f, \"tuned_p75\": %.4f, "
+      "\"tuned_correct\": %s, \"tuned_best\": \"%s\"}\n",
       context_s, first_launch_s, rss_before, rss_added, pair.raw_us, pair.ours_us, pair.ratio,
-      pair.p25, pair.p75, correct ? "true" : "false");
+      pair.p25, pair.p75, correct ? "true" : "false", tpair.raw_us, tpair.ours_us, tpair.ratio,
+      tpair.p25, tpair.p75, tuned_correct ? "true" : "false", tr->best.str.c_str());
+  correct = correct && tuned_correct;
   return correct ? 0 : 1;
 }
 
