@@ -59,8 +59,9 @@ std::string where(const JitFunction& fn, const CallArgs& call, uint32_t arg) {
                    "; all tensors of a launch must be on one device");
 }
 
-// The first launch without the bridge: a process with the JIT layer but not the bridge would
-// half-work (heuristics and hooks would see raw pointers for tensors), so it is refused.
+// A launch without the bridge, until one finds no JIT layer: a process with the JIT layer but
+// not the bridge would half-work (heuristics and hooks would see raw pointers for tensors),
+// so each of its launches is refused.
 void check_runtime_only(const JitFunction& fn) {
   TE_CHECK(jit_hooks() == nullptr, NotSupportedError)
       << "launching " << fn.module() << "." << fn.name() << ": this program loads the JIT "
