@@ -14,7 +14,8 @@
 
 namespace triton_embed::ops {
 
-// Ops' Triton kernels live in pykernels/; a handle imports the module on first use.
+// Ops' Triton kernels live in pykernels/; a handle imports the module on first use (with the
+// JIT layer), or reads the kernel from the loaded bundles (triton_embed::ops_runtime).
 #define TE_OPS_KERNEL(var, module, name) \
   static const ::triton_embed::JitFunction var("pykernels." module, name)
 
@@ -23,6 +24,13 @@ inline int64_t next_pow2(int64_t n) {
   int64_t p = 1;
   while (p < n) p <<= 1;
   return p;
+}
+
+// Before an op loads its kernel: a CPU tensor `t` (the one the op runs on) runs through
+// Triton's interpreter, which a program without Python (triton_embed::ops_runtime) lacks:
+// NotSupportedError says so, rather than that no bundle holds the kernel.
+inline void check_can_run(const char* op, const at::Tensor& t) {
+  if (t.is_cpu()) detail::check_can_interpret(std::string("triton_embed::") + op);
 }
 
 inline bool is_float(at::ScalarType t) {

@@ -116,6 +116,7 @@ void check_out_dtype(Op op, at::ScalarType result, const at::Tensor& out) {
 // `result`: values are computed in result's compute type and cast).
 void run(Op op, const at::Tensor& a_in, const at::Tensor& b_in, const c10::Scalar& alpha,
          at::ScalarType result, const at::Tensor& out) {
+  check_can_run(op_name(op), out);
   TE_OPS_KERNEL(kernel, "elementwise", "binary_kernel");
   const int64_t n = out.numel();
   if (n == 0) return;

@@ -91,6 +91,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> norm_forward(
     const char* op, const at::Tensor& input, c10::SymIntArrayRef shape,
     const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps,
     bool center) {
+  check_can_run(op, input);
   TE_OPS_KERNEL(kernel, "norm", "norm_fwd_kernel");
   check_norm_inputs(op, input, shape, weight, bias);
   const auto rows = split_rows<int64_t>(op, input.sizes(), C10_AS_INTARRAYREF_SLOW(shape));
@@ -113,6 +114,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> norm_backward(
     c10::SymIntArrayRef shape, const at::Tensor& mean, const at::Tensor& rstd,
     const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
     std::array<bool, 3> mask) {
+  check_can_run(op, input);
   TE_OPS_KERNEL(dx_kernel, "norm", "norm_bwd_dx_kernel");
   TE_OPS_KERNEL(dwdb_kernel, "norm", "norm_bwd_dwdb_kernel");
   check_norm_inputs(op, input, shape, weight, bias);

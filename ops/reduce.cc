@@ -49,6 +49,7 @@ std::vector<SizeT> out_shape(c10::ArrayRef<SizeT> sizes, int64_t dim, bool keepd
 
 at::Tensor sum_impl(const at::Tensor& self, int64_t dim, bool keepdim,
                     std::optional<at::ScalarType> dtype) {
+  check_can_run("sum", self);
   TE_OPS_KERNEL(kernel, "reduce", "sum_kernel");
   check_device("sum", "self", self);
   const int64_t d = check_sum(self, dim, dtype);

@@ -22,6 +22,7 @@ at::Tensor rows_view(const at::Tensor& t) {
 }
 
 at::Tensor softmax_impl(const at::Tensor& self) {
+  check_can_run("softmax", self);
   TE_OPS_KERNEL(kernel, "softmax", "softmax_fwd_kernel");
   check_float("softmax", "self", self);
   check_device("softmax", "self", self);
@@ -36,6 +37,7 @@ at::Tensor softmax_impl(const at::Tensor& self) {
 }
 
 at::Tensor softmax_backward_impl(const at::Tensor& grad_output, const at::Tensor& output) {
+  check_can_run("softmax_backward", grad_output);
   TE_OPS_KERNEL(kernel, "softmax", "softmax_bwd_kernel");
   check_float("softmax_backward", "grad_output", grad_output);
   check_float("softmax_backward", "output", output);

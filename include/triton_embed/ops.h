@@ -3,7 +3,8 @@
 /*! \file
  *  \brief The operators of \c torch.ops.triton_embed, called from C++ through the dispatcher
  *  (target \c triton_embed::ops). Autograd, CPU (Triton's interpreter), CUDA and Meta work
- *  as for any torch operator.
+ *  as for any torch operator. Linked to \c triton_embed::ops_runtime instead (no Python), the
+ *  kernels come from kernel bundles and a CPU tensor raises NotSupportedError.
  *
  *  \code
  *  #include <triton_embed/ops.h>

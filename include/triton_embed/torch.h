@@ -1,7 +1,8 @@
 #pragma once
 
 /*! \file
- *  \brief Torch tensors and scalars as kernel arguments (target \c triton_embed::torch).
+ *  \brief Torch tensors and scalars as kernel arguments (target \c triton_embed::torch, or
+ *  \c triton_embed::torch_runtime without Python).
  *
  *  Including this header lets \c at::Tensor, \c std::optional<at::Tensor> and \c c10::Scalar
  *  be passed to a kernel, and adds triton_embed::launch(), which takes the device and the
@@ -30,6 +31,11 @@
  *  interpreter, on the host: that path is for correctness and debugging, not for speed.
  *  JitFunction::launch() takes tensors too, with an explicit stream and the current device,
  *  and refuses CPU tensors.
+ *
+ *  Two targets provide this header: \c triton_embed::torch (the JIT layer, and the torch
+ *  layer's Python bridge: CPU tensors, tensors handed to Python heuristics and hooks) and
+ *  \c triton_embed::torch_runtime (the runtime and libtorch, no Python: kernels come from
+ *  bundles, and a CPU tensor raises NotSupportedError).
  */
 
 #include <ATen/core/Tensor.h>
@@ -40,6 +46,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -87,6 +94,12 @@ struct TensorRef {
 };
 
 [[noreturn]] TRITON_EMBED_TORCH_API void throw_bad_scalar(const c10::Scalar& s);
+
+/*! Raises NotSupportedError, prefixed with \p where, when this process cannot run CPU tensors:
+ *  they go through Triton's interpreter, which needs the torch layer's Python bridge (linked
+ *  by \c triton_embed::torch and \c triton_embed::ops, not by \c triton_embed::torch_runtime).
+ *  For callers that check their tensors before loading a kernel (the ops). */
+TRITON_EMBED_TORCH_API void check_can_interpret(std::string_view where);
 
 /*! Device resolution, device guard, stream and dispatch to the GPU or the interpreter. */
 TRITON_EMBED_TORCH_API void torch_launch(const JitFunction& fn, const GridSpec& grid,

@@ -1,7 +1,7 @@
-// The torch layer's launch: the device comes from the tensor arguments, the stream is torch's
-// current stream for it; CPU tensors go through Triton's interpreter.
+// The torch layer's launch (its core: the runtime and libtorch, no Python): the device comes
+// from the tensor arguments, the stream is torch's current stream for it. CPU tensors go
+// through Triton's interpreter, which the Python bridge provides (torch/python_hooks.h).
 
-#include <ATen/DLConvertor.h>
 #include <ATen/core/Tensor.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -9,19 +9,22 @@
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/Exception.h>
 
-#include <Python.h>
-#include <pybind11/pybind11.h>
-
+#include <atomic>
 #include <string>
-#include <vector>
+#include <string_view>
 
+#include "core/errors.h"
+#include "core/jit_hooks.h"
+#include "torch/python_hooks.h"
 #include "triton_embed/torch.h"
 
 namespace triton_embed::detail {
 
-namespace pyb = pybind11;
-
 namespace {
+
+std::atomic<const TorchPythonHooks*> g_python{nullptr};  // constant-initialised
+// Set once a launch without the bridge found no JIT layer either (a runtime-only program).
+std::atomic<bool> g_runtime_only{false};
 
 // The parameter an argument of the call binds to (a named argument's index in the call is
 // not its parameter's).
@@ -56,110 +59,41 @@ std::string where(const JitFunction& fn, const CallArgs& call, uint32_t arg) {
                    "; all tensors of a launch must be on one device");
 }
 
-void release_dlpack(PyObject* capsule) {
-  // A capsule that torch consumed was renamed "used_dltensor" and is torch's to free.
-  if (PyCapsule_IsValid(capsule, "dltensor")) {
-    auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
-    if (m != nullptr && m->deleter != nullptr) m->deleter(m);
-  }
+// A launch without the bridge, until one finds no JIT layer: a process with the JIT layer but
+// not the bridge would half-work (heuristics and hooks would see raw pointers for tensors),
+// so each of its launches is refused.
+void check_runtime_only(const JitFunction& fn) {
+  TE_CHECK(jit_hooks() == nullptr, NotSupportedError)
+      << "launching " << fn.module() << "." << fn.name() << ": this program loads the JIT "
+      << "layer (libtriton_embed.so) and the torch layer without its Python bridge "
+      << "(libtriton_embed_torch.so), so Python heuristics and hooks would not see tensors: "
+      << "link triton_embed::torch or triton_embed::ops rather than triton_embed::torch_runtime "
+      << "or triton_embed::ops_runtime (in Python: import triton_embed before loading "
+      << "libtriton_embed_ops.so)";
+  g_runtime_only.store(true, std::memory_order_relaxed);
 }
 
-// A Python torch tensor sharing t's memory (GIL held). Dtypes DLPack may not carry travel as
-// a same-size integer view and are viewed back in Python.
-pyb::object to_python_tensor(const at::Tensor& t) {
-  const char* view_as = nullptr;
-  at::ScalarType carrier = t.scalar_type();
-  switch (t.scalar_type()) {
-    case at::kUInt16: view_as = "uint16"; carrier = at::kShort; break;
-    case at::kUInt32: view_as = "uint32"; carrier = at::kInt; break;
-    case at::kUInt64: view_as = "uint64"; carrier = at::kLong; break;
-    case at::kFloat8_e4m3fn: view_as = "float8_e4m3fn"; carrier = at::kChar; break;
-    case at::kFloat8_e5m2: view_as = "float8_e5m2"; carrier = at::kChar; break;
-    case at::kFloat8_e4m3fnuz: view_as = "float8_e4m3fnuz"; carrier = at::kChar; break;
-    case at::kFloat8_e5m2fnuz: view_as = "float8_e5m2fnuz"; carrier = at::kChar; break;
-    default: break;
-  }
-  const at::Tensor src = view_as == nullptr ? t : t.view(carrier);
-  DLManagedTensor* m = at::toDLPack(src);
-  PyObject* cap = PyCapsule_New(m, "dltensor", &release_dlpack);
-  if (cap == nullptr) {
-    m->deleter(m);
-    throw pyb::error_already_set();
-  }
-  pyb::object capsule = pyb::reinterpret_steal<pyb::object>(cap);
-  pyb::module_ torch = pyb::module_::import("torch");
-  pyb::object out = torch.attr("utils").attr("dlpack").attr("from_dlpack")(capsule);
-  if (view_as != nullptr) out = out.attr("view")(torch.attr(view_as));
-  return out;
+[[noreturn]] void throw_cannot_interpret(std::string_view where) {
+  TE_THROW(NotSupportedError)
+      << where << ": a CPU tensor runs through Triton's interpreter, which needs Python; this "
+      << "program links the torch layer without it (triton_embed::torch_runtime or "
+      << "triton_embed::ops_runtime): link triton_embed::torch or triton_embed::ops (in Python: "
+      << "import triton_embed) to run on CPU tensors, or pass CUDA tensors";
 }
-
-// Replaces each tensor's pointer value with its Python tensor, in the order fill_args wrote
-// them (depth-first, argument order).
-void substitute(ArgValue& v, const std::vector<pyb::object>& objs, size_t& next) {
-  switch (v.kind) {
-    case ArgKind::kPointer:
-      if ((v.flags & kArgFromTensor) != 0) {
-        v.kind = ArgKind::kPyObject;
-        v.ptr = objs[next++].ptr();
-      }
-      break;
-    case ArgKind::kTuple:
-      for (uint32_t i = 0; i < v.count; ++i) substitute(const_cast<ArgValue&>(v.elems[i]), objs, next);
-      break;
-    case ArgKind::kConstexpr:
-      substitute(const_cast<ArgValue&>(*v.elems), objs, next);
-      break;
-    default:
-      break;
-  }
-}
-
-struct TensorArgs {
-  const TensorRef* tensors;
-  size_t n;
-};
-
-// CallArgs::py_arg for tensor arguments: the tensor itself (GIL held), so heuristics, hooks,
-// reset_to_zero and restore_value see what Python Triton would give them.
-void* tensor_arg(const void* ctx, uint32_t index) {
-  const auto* t = static_cast<const TensorArgs*>(ctx);
-  for (size_t i = 0; i < t->n; ++i) {
-    if (t->tensors[i].arg == index) {
-      try {
-        return to_python_tensor(*t->tensors[i].tensor).release().ptr();
-      } catch (pyb::error_already_set& e) {
-        e.restore();
-        return nullptr;
-      }
-    }
-  }
-  return nullptr;
-}
-
-void interpret_on_host(const JitFunction& fn, const GridSpec& grid, ArgValue* args, size_t nargs,
-                       const TensorRef* tensors, size_t ntensors, const CallArgs& call) {
-  initialize();  // starts or joins the interpreter
-  pyb::gil_scoped_acquire gil;
-  std::vector<pyb::object> objs;
-  objs.reserve(ntensors);
-  try {
-    for (size_t i = 0; i < ntensors; ++i) objs.push_back(to_python_tensor(*tensors[i].tensor));
-  } catch (pyb::error_already_set& e) {
-    throw PythonError("interpreting " + fn.module() + "." + fn.name() +
-                      ": passing a CPU tensor to Python failed: " + e.what());
-  }
-  size_t next = 0;
-  for (size_t i = 0; i < nargs; ++i) substitute(args[i], objs, next);
-  pyb::gil_scoped_release no_gil;
-  if (call.nnamed == 0) {
-    interpret(fn.state(), grid, args, nargs);
-  } else {
-    interpret_call(fn.state(), grid, call);
-  }
-}
-
 
 }  // namespace
+
+void set_torch_python_hooks(const TorchPythonHooks* hooks) {
+  const TorchPythonHooks* expected = nullptr;
+  if (!g_python.compare_exchange_strong(expected, hooks, std::memory_order_acq_rel)) {
+    TE_ICHECK(expected == hooks) << "a second torch Python bridge registered itself (two "
+                                 << "copies of libtriton_embed_torch.so loaded into one process?)";
+  }
+}
+
+void check_can_interpret(std::string_view where) {
+  if (g_python.load(std::memory_order_acquire) == nullptr) throw_cannot_interpret(where);
+}
 
 void throw_bad_scalar(const c10::Scalar& s) {
   throw TypeError(std::string("a c10::Scalar of type ") + c10::toString(s.type()) +
@@ -175,9 +109,13 @@ void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, s
   call.nnamed = static_cast<uint32_t>(nnamed);
   call.names = names;
   const TensorArgs targs{tensors, ntensors};
-  call.py_arg = &tensor_arg;
-  call.py_ctx = &targs;
-  const size_t nargs = npos + nnamed;
+  const TorchPythonHooks* const python = g_python.load(std::memory_order_acquire);
+  if (python != nullptr) {
+    call.py_arg = python->tensor_arg;
+    call.py_ctx = &targs;
+  } else if (C10_UNLIKELY(!g_runtime_only.load(std::memory_order_relaxed))) {
+    check_runtime_only(fn);
+  }
   const TensorRef* cuda = nullptr;
   const TensorRef* cpu = nullptr;
   for (size_t i = 0; i < ntensors; ++i) {
@@ -200,7 +138,8 @@ void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, s
     }
   }
   if (cpu != nullptr) {
-    interpret_on_host(fn, grid, args, nargs, tensors, ntensors, call);
+    if (python == nullptr) throw_cannot_interpret(where(fn, call, cpu->arg));
+    python->interpret_on_host(fn, grid, args, npos + nnamed, tensors, ntensors, call);
     return;
   }
   // On torch's current stream of the tensors' device (without CUDA tensors: the current

@@ -1,0 +1,46 @@
+#pragma once
+
+// The seam between the torch layer's core (src/torch/launch.cc: at::Tensor launches on CUDA,
+// no Python) and its Python bridge above the JIT layer (src/torch/python_bridge.cc: CPU
+// tensors through Triton's interpreter, tensors handed to Python heuristics and hooks), the
+// torch layer's counterpart of core/jit_hooks.h.
+//
+// The bridge's library (libtriton_embed_torch.so, target triton_embed::torch) registers the
+// table from a static initialiser when it is loaded. A program linked to
+// triton_embed::torch_runtime (or triton_embed::ops_runtime) has none: there a CPU tensor
+// raises NotSupportedError, and the first launch raises it too if the JIT layer is loaded
+// without the bridge (its heuristics would see raw pointers where Python Triton gives them
+// tensors).
+
+#include <cstddef>
+#include <cstdint>
+
+#include "triton_embed/torch.h"
+
+namespace triton_embed::detail {
+
+// CallArgs::py_ctx of a torch launch: the call's tensors (TensorRef::arg is the index of the
+// top-level argument).
+struct TensorArgs {
+  const TensorRef* tensors;
+  size_t n;
+};
+
+// What the bridge provides. Every member is set.
+struct TorchPythonHooks {
+  // CallArgs::py_arg of every torch launch (ctx: a TensorArgs): a new reference to a Python
+  // tensor sharing the tensor argument's memory, or nullptr (with a Python error set when
+  // making it failed; without one for an argument that is not a tensor). GIL held.
+  PyArgFn tensor_arg;
+  // Runs a launch whose tensors are all on the CPU through Triton's interpreter (args: the
+  // call's values as the launch template filled them, nargs = call.npos + call.nnamed).
+  void (*interpret_on_host)(const JitFunction& fn, const GridSpec& grid, ArgValue* args,
+                            size_t nargs, const TensorRef* tensors, size_t ntensors,
+                            const CallArgs& call);
+};
+
+// Registers the bridge (once, from its library's static initialiser; the table must live as
+// long as the process). A second, different table is an internal error.
+TRITON_EMBED_TORCH_API void set_torch_python_hooks(const TorchPythonHooks* hooks);
+
+}  // namespace triton_embed::detail

@@ -1,0 +1,125 @@
+// A libtorch program linked to triton_embed::ops_runtime (and so triton_embed::torch_runtime):
+// the ops and at::Tensor launches with no Python and no JIT layer. Kernels come from bundles;
+// CPU tensors, which need Triton's interpreter, raise NotSupportedError.
+//
+// CTest runs it twice: torch_runtime_only (everything but TorchBundleReplay, with the bundle
+// bundle_record wrote as TRITON_EMBED_BUNDLE) and, on a GPU, torch_bundle_replay (the ops
+// from the bundle torch_bundle_record wrote, bitwise against the JIT's outputs).
+
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+#include <torch/serialize.h>
+#include <triton_embed/bundle.h>
+#include <triton_embed/ops.h>
+#include <triton_embed/torch.h>
+
+#include <fstream>
+#include <string>
+
+#include "torch_bundle_cases.h"
+
+namespace te = triton_embed;
+namespace tb = te_torch_bundle;
+
+namespace {
+
+template <class E, class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no exception of the expected type was thrown";
+  return "";
+}
+
+const char kCpuNeedsPython[] =
+    ": a CPU tensor runs through Triton's interpreter, which needs Python; this program links "
+    "the torch layer without it (triton_embed::torch_runtime or triton_embed::ops_runtime): "
+    "link triton_embed::torch or triton_embed::ops (in Python: import triton_embed) to run on "
+    "CPU tensors, or pass CUDA tensors";
+
+TEST(TorchRuntimeOnly, NoPythonAndNoJitInTheProcess) {
+  EXPECT_FALSE(te::runtime_info().jit);
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    EXPECT_EQ(line.find("libpython"), std::string::npos) << line;
+    EXPECT_EQ(line.find("libtriton_embed.so"), std::string::npos) << line;
+    EXPECT_EQ(line.find("libtriton_embed_torch.so"), std::string::npos) << line;
+  }
+}
+
+TEST(TorchRuntimeOnly, CpuTensorsToOpsRaiseNotSupportedError) {
+  const at::Tensor x = at::ones({8}), y = at::ones({8});
+  // Before the kernel is looked for: no bundle holds the ops' kernels here.
+  EXPECT_EQ(message_of<te::NotSupportedError>([&] { te::ops::add(x, y); }),
+            std::string("triton_embed::add") + kCpuNeedsPython);
+  EXPECT_EQ(message_of<te::NotSupportedError>([&] {
+              te::ops::softmax(x.view({2, 4}));
+            }),
+            std::string("triton_embed::softmax") + kCpuNeedsPython);
+  EXPECT_EQ(message_of<te::NotSupportedError>([&] {
+              te::ops::layer_norm(x.view({2, 4}), {4});
+            }),
+            std::string("triton_embed::layer_norm") + kCpuNeedsPython);
+  // What needs no kernel still works: meta tensors.
+  const at::Tensor m = at::empty({2, 4}, at::TensorOptions().device(at::kMeta));
+  EXPECT_EQ(te::ops::add(m, m).sizes(), m.sizes());
+}
+
+TEST(TorchRuntimeOnly, CpuTensorsToALaunchRaiseNotSupportedError) {
+  // The kernel comes from the bundle bundle_record wrote (TRITON_EMBED_BUNDLE).
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  const at::Tensor x = at::ones({4}), out = at::empty({4});
+  EXPECT_EQ(message_of<te::NotSupportedError>([&] { te::launch(add, {1}, x, x, out, 4, 4); }),
+            std::string("add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): "
+                        "argument #0 'x_ptr'") +
+                kCpuNeedsPython);
+}
+
+TEST(TorchRuntimeOnly, CudaTensorsToAnOpNoBundleHoldsRaiseNotInBundleError) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
+  const at::Tensor x = at::ones({8}, at::kCUDA);
+  EXPECT_EQ(message_of<te::NotInBundleError>([&] { te::ops::add(x, x); }),
+            "cannot load kernel pykernels.elementwise.binary_kernel: no kernel bundle holds it; "
+            "this program links triton_embed::runtime only, which runs no Python and compiles "
+            "nothing: link triton_embed::triton_embed to compile kernels with Triton on first "
+            "use, or build a kernel bundle that holds it");
+}
+
+// The ops from the bundle torch_bundle_record wrote, on its inputs: its outputs, bit for bit.
+class TorchBundleReplay : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
+    static const bool loaded = (te::load_bundle(tb::bundle_path()), true);
+    (void)loaded;
+  }
+
+  void replay(const std::string& prefix) {
+    int n = 0;
+    for (const tb::Case& c : tb::cases()) {
+      if (c.name.rfind(prefix, 0) != 0) continue;
+      ++n;
+      std::vector<at::Tensor> saved;
+      torch::load(saved, tb::tensors_path(c));
+      ASSERT_EQ(saved.size(), c.shapes.size() + 1) << c.name;
+      const at::Tensor expected = saved.back();
+      saved.pop_back();
+      for (at::Tensor& t : saved) t = t.cuda();
+      const at::Tensor got = c.run(saved);
+      EXPECT_TRUE(got.is_cuda()) << c.name;
+      EXPECT_TRUE(tb::bitwise_equal(got, expected)) << c.name;
+      EXPECT_TRUE(at::equal(got.cpu(), expected)) << c.name;
+    }
+    EXPECT_GT(n, 0) << prefix;
+  }
+};
+
+TEST_F(TorchBundleReplay, Add) { replay("add_"); }
+TEST_F(TorchBundleReplay, Softmax) { replay("softmax_"); }
+TEST_F(TorchBundleReplay, LayerNorm) { replay("layer_norm_"); }
+
+}  // namespace
