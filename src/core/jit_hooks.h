@@ -17,7 +17,6 @@
 #include <string_view>
 #include <vector>
 
-#include "core/internal_api.h"
 #include "core/layers.h"
 #include "triton_embed/detail/export.h"
 #include "triton_embed/runtime.h"
@@ -64,9 +63,8 @@ struct JitHooks {
 // as long as the process). A second, different table is an internal error.
 TRITON_EMBED_API void set_jit_hooks(const JitHooks* hooks);
 
-// The registered table, or nullptr in a runtime-only program. Slow paths only (the torch
-// layer's core asks once per process whether the JIT layer is loaded).
-TE_INTERNAL_API const JitHooks* jit_hooks() noexcept;
+// The registered table, or nullptr in a runtime-only program. Slow paths only.
+const JitHooks* jit_hooks() noexcept;
 
 // Releases the GIL for a scope if this thread holds it (a no-op without the JIT layer), so
 // the thread can wait on the runtime's locks without blocking a thread that needs the GIL.

@@ -14,7 +14,6 @@
 #include <string_view>
 
 #include "core/errors.h"
-#include "core/jit_hooks.h"
 #include "torch/python_hooks.h"
 #include "triton_embed/torch.h"
 
@@ -23,8 +22,6 @@ namespace triton_embed::detail {
 namespace {
 
 std::atomic<const TorchPythonHooks*> g_python{nullptr};  // constant-initialised
-// Set once a launch without the bridge found no JIT layer either (a runtime-only program).
-std::atomic<bool> g_runtime_only{false};
 
 // The parameter an argument of the call binds to (a named argument's index in the call is
 // not its parameter's).
@@ -59,18 +56,22 @@ std::string where(const JitFunction& fn, const CallArgs& call, uint32_t arg) {
                    "; all tensors of a launch must be on one device");
 }
 
-// A launch without the bridge, until one finds no JIT layer: a process with the JIT layer but
-// not the bridge would half-work (heuristics and hooks would see raw pointers for tensors),
-// so each of its launches is refused.
-void check_runtime_only(const JitFunction& fn) {
-  TE_CHECK(jit_hooks() == nullptr, NotSupportedError)
-      << "launching " << fn.module() << "." << fn.name() << ": this program loads the JIT "
+// CallArgs::py_arg of every torch launch (a constant, so a launch reads nothing more for it):
+// the bridge's, when it is loaded. The JIT layer calls it only where Python looks at an
+// argument (a heuristic, a tuning run, a hook); without the bridge that Python would see a raw
+// pointer where Python Triton gives it a tensor, so it is refused.
+void* tensor_arg(const void* ctx, uint32_t index) {
+  if (const TorchPythonHooks* python = g_python.load(std::memory_order_acquire)) {
+    return python->tensor_arg(ctx, index);
+  }
+  const JitFunction& fn = *static_cast<const TensorArgs*>(ctx)->fn;
+  TE_THROW(NotSupportedError)
+      << fn.module() << "." << fn.name() << ": its Python heuristics, tuning or hooks would see "
+      << "argument #" << index << " as a raw pointer, not a tensor: this program loads the JIT "
       << "layer (libtriton_embed.so) and the torch layer without its Python bridge "
-      << "(libtriton_embed_torch.so), so Python heuristics and hooks would not see tensors: "
-      << "link triton_embed::torch or triton_embed::ops rather than triton_embed::torch_runtime "
-      << "or triton_embed::ops_runtime (in Python: import triton_embed before loading "
-      << "libtriton_embed_ops.so)";
-  g_runtime_only.store(true, std::memory_order_relaxed);
+      << "(libtriton_embed_torch.so); link triton_embed::torch or triton_embed::ops rather than "
+      << "triton_embed::torch_runtime or triton_embed::ops_runtime (in Python: import "
+      << "triton_embed before loading libtriton_embed_ops.so)";
 }
 
 [[noreturn]] void throw_cannot_interpret(std::string_view where) {
@@ -108,14 +109,9 @@ void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, s
   call.npos = static_cast<uint32_t>(npos);
   call.nnamed = static_cast<uint32_t>(nnamed);
   call.names = names;
-  const TensorArgs targs{tensors, ntensors};
-  const TorchPythonHooks* const python = g_python.load(std::memory_order_acquire);
-  if (python != nullptr) {
-    call.py_arg = python->tensor_arg;
-    call.py_ctx = &targs;
-  } else if (C10_UNLIKELY(!g_runtime_only.load(std::memory_order_relaxed))) {
-    check_runtime_only(fn);
-  }
+  const TensorArgs targs{tensors, ntensors, &fn};
+  call.py_arg = &tensor_arg;
+  call.py_ctx = &targs;
   const TensorRef* cuda = nullptr;
   const TensorRef* cpu = nullptr;
   for (size_t i = 0; i < ntensors; ++i) {
@@ -138,6 +134,7 @@ void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, s
     }
   }
   if (cpu != nullptr) {
+    const TorchPythonHooks* const python = g_python.load(std::memory_order_acquire);
     if (python == nullptr) throw_cannot_interpret(where(fn, call, cpu->arg));
     python->interpret_on_host(fn, grid, args, npos + nnamed, tensors, ntensors, call);
     return;

@@ -8,9 +8,9 @@
 // The bridge's library (libtriton_embed_torch.so, target triton_embed::torch) registers the
 // table from a static initialiser when it is loaded. A program linked to
 // triton_embed::torch_runtime (or triton_embed::ops_runtime) has none: there a CPU tensor
-// raises NotSupportedError, and the first launch raises it too if the JIT layer is loaded
-// without the bridge (its heuristics would see raw pointers where Python Triton gives them
-// tensors).
+// raises NotSupportedError, and so does a JIT slow path that would hand Python a tensor
+// argument (a heuristic, a tuning run, a hook) when the JIT layer is loaded without the
+// bridge (Python would see a raw pointer where Python Triton gives it a tensor).
 
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +24,7 @@ namespace triton_embed::detail {
 struct TensorArgs {
   const TensorRef* tensors;
   size_t n;
+  const JitFunction* fn;  // the kernel launched (for messages)
 };
 
 // What the bridge provides. Every member is set.
