@@ -66,6 +66,9 @@ run(1 "triton-embed-bundle: bundle missing.teb: cannot read: cannot open it: No 
 set(usage "usage: triton-embed-bundle COMMAND ARGS...
   triton-embed-bundle list FILE...          print what each bundle holds
   triton-embed-bundle merge -o OUT IN...    write the union of the bundles IN... to OUT
+  triton-embed-bundle build -o OUT [--target TARGET]... [--python-path DIR]... CALLS...
+                                            compile the calls listed in CALLS... (see docs/aot.md)
+                                            for each target into the bundle OUT
 ")
 run(2 "${usage}")
 run(2 "triton-embed-bundle: unknown command 'frob'\n${usage}" frob)

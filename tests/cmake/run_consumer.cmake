@@ -51,3 +51,23 @@ if(MODE STREQUAL "find_package")
       "-DFORBID=^(libpython|libtriton_embed[.]so|libtorch|libc10)"
       -P "${CMAKE_CURRENT_LIST_DIR}/check_needed.cmake")
 endif()
+
+# The installed triton-embed-bundle: list and merge need no Python; build loads the installed
+# JIT library (next to the installed runtime) and finds the installed pykernels/.
+if(MODE STREQUAL "find_package")
+  set(tool "${WORK_DIR}/prefix/bin/triton-embed-bundle")
+  run("${CMAKE_COMMAND}" "-DFILES=${tool}" "-DFORBID=^(libpython|libtriton_embed[.]so|libtorch|libc10)"
+      -P "${CMAKE_CURRENT_LIST_DIR}/check_needed.cmake")
+  file(WRITE "${WORK_DIR}/calls.txt" "pykernels.vector:add_kernel *fp32 *fp32 *fp32 i32:16 1024\n")
+  execute_process(COMMAND "${tool}" build --target cuda:90 -o "${WORK_DIR}/aot.teb" "${WORK_DIR}/calls.txt"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("${out}${err}")
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "/aot[.]teb: 1 kernel, 1 entry, 0 records from 1 call\n$")
+    message(FATAL_ERROR "the installed triton-embed-bundle build failed (${rc})")
+  endif()
+  execute_process(COMMAND "${tool}" list "${WORK_DIR}/aot.teb" RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "\n  entry #0 cuda:90 '': hash [0-9a-f]+, key 4 words, signature 'add_kernel[(]")
+    message(FATAL_ERROR "the installed triton-embed-bundle list failed (${rc}):\n${out}${err}")
+  endif()
+endif()

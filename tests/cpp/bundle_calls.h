@@ -2,7 +2,9 @@
 
 // The calls the bundle tests make, compile-only for cuda:90: one process records them
 // (test_bundle_jit), others load the bundle (test_bundle_jit again, and test_runtime_only
-// with no JIT layer) and must resolve the same calls to the same kernels.
+// with no JIT layer) and must resolve the same calls to the same kernels. tests/aot/calls.txt
+// lists the same calls for `triton-embed-bundle build`, which compiles them ahead of time
+// (for kAotTargets) into aot_bundle_path().
 
 #include <triton_embed/jit.h>
 #include <triton_embed/named.h>
@@ -59,6 +61,17 @@ inline const te::CompiledKernel& compile_wrapped(const te::JitFunction& k, const
   std::abort();
 }
 
+// The call of pykernels.vector.axpy_kernel tests/aot/calls.txt lists: a float, a constexpr by
+// name and an option.
+inline const te::Options kAxpyOptions = te::Options().num_warps(2);
+inline const te::CompiledKernel& compile_axpy(const te::JitFunction& axpy) {
+  using namespace te::literals;
+  return axpy.with_options(kAxpyOptions).compile(kX, kY, kOut, 0.5f, 4096, "BLOCK"_a = 512);
+}
+
+// The targets bundle_aot_build compiles tests/aot/calls.txt for.
+inline const char* const kAotTargets[] = {"cuda:80", "cuda:90", "cuda:100"};
+
 // Where the recording process leaves the bundle and the hashes it compiled.
 inline std::string dir() {
   const char* d = std::getenv("TE_BUNDLE_DIR");
@@ -68,6 +81,9 @@ inline std::string bundle_path() { return dir() + "/record.teb"; }
 inline std::string hashes_path() { return dir() + "/record_hashes.txt"; }
 // The wrapped calls' hashes, and "best:KERNEL:N str(config)" lines for the tuned choices.
 inline std::string wrapped_hashes_path() { return dir() + "/record_wrapped.txt"; }
+// What bundle_aot_build builds from tests/aot/calls.txt and tests/aot/te_calls.txt.
+inline std::string aot_bundle_path() { return dir() + "/aot_build/aot.teb"; }
+inline std::string aot_extra_bundle_path() { return dir() + "/aot_build/te_calls.teb"; }
 
 inline std::map<std::string, std::string> read_hashes(const std::string& path = hashes_path()) {
   std::map<std::string, std::string> m;

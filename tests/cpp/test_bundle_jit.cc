@@ -2,6 +2,8 @@
 // later process that loads the bundle serves its cache misses from it without compiling.
 // CTest runs the two tests as two processes, the second after the first
 // (bundle_record -> bundle_jit_load); test_runtime_only's bundle tests use the same file.
+// BundleAot checks the bundles `triton-embed-bundle build` compiled ahead of time against
+// what this process compiles for the same calls (bundle_aot_jit).
 
 #include <gtest/gtest.h>
 #include <triton_embed/bundle.h>
@@ -17,6 +19,7 @@
 #include "bundle/kernel_table.h"
 #include "bundle_calls.h"
 #include "core/kernel_state.h"
+#include "core/target.h"
 
 namespace te = triton_embed;
 namespace tb = triton_embed::detail::bundle;
@@ -278,6 +281,140 @@ TEST(BundleCodec, ParameterTablesRoundTripWithDefaults) {
     EXPECT_EQ(std::string(e.what()).rfind("bundle b.teb: kernel m.k: its parameter table is damaged", 0), 0u)
         << e.what();
   }
+}
+
+// ---- Ahead of time ---------------------------------------------------------------------
+// The bundles bundle_aot_build compiled with `triton-embed-bundle build` from tests/aot/*.txt
+// (no GPU, no recording run) hold, for every call and target, the entry this library's JIT
+// compiles for the C++ twin of the call: the same Triton hash, cache key (so that a launch
+// finds it), options, signature and cubin, and the kernel's parameter table.
+
+class BundleAot : public ::testing::Test {
+ protected:
+  void TearDown() override { te::set_target(std::nullopt); }
+};
+
+int kernel_index(const tb::Bundle& b, std::string_view module, std::string_view name) {
+  for (size_t i = 0; i < b.kernels().size(); ++i) {
+    if (b.kernels()[i].module == module && b.kernels()[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+uint32_t code_of(const std::string& text) {
+  const te::Target t = te::Target::parse(text);
+  return te::detail::target_code(t.arch, t.warp_size);
+}
+
+// The cache key the JIT gave its compile `ck` of `f`.
+std::vector<uint64_t> key_of(const te::JitFunction& f, const te::CompiledKernel& ck) {
+  te::detail::Cache& cache = f.state()->cache;
+  std::lock_guard<std::mutex> lock(cache.mu);
+  for (const auto& e : cache.entries) {
+    if (e->kernel.get() == &ck) return e->key_words;
+  }
+  ADD_FAILURE() << "no cache entry of " << ck.signature();
+  return {};
+}
+
+// Expects `aot` to hold the entry the JIT compiled as `ck` (f's kernel, `options`).
+void expect_entry(const tb::Bundle& aot, const te::JitFunction& f, const te::CompiledKernel& ck,
+                  const te::Options& options) {
+  SCOPED_TRACE(ck.target() + " " + ck.signature() + " " + options.str());
+  const int ki = kernel_index(aot, f.module(), f.name());
+  ASSERT_GE(ki, 0) << f.module() << "." << f.name();
+  EXPECT_EQ(aot.kernels()[ki].source_hash, f.state()->source_hash);
+  EXPECT_EQ(aot.kernels()[ki].params, tb::encode_params(*f.state()));
+  EXPECT_EQ(aot.kernels()[ki].wrapper, "");
+  const tb::EntryView* found = nullptr;
+  for (const tb::EntryView& e : aot.entries()) {
+    if (static_cast<int>(e.kernel) == ki && e.target == code_of(ck.target()) &&
+        e.hash == ck.hash()) {
+      found = &e;
+    }
+  }
+  ASSERT_NE(found, nullptr) << "no entry with hash " << ck.hash();
+  EXPECT_EQ(found->key_words, key_of(f, ck));
+  EXPECT_EQ(tb::decode_options(found->options, "aot"), options);
+  EXPECT_EQ(found->signature, ck.signature());
+  EXPECT_EQ(found->fn_name, ck.name());
+  EXPECT_EQ(found->num_warps, ck.num_warps());
+  EXPECT_EQ(found->num_stages, ck.num_stages());
+  EXPECT_EQ(found->shared, ck.shared());
+  EXPECT_EQ(found->num_kernel_params, ck.num_kernel_params());
+  EXPECT_EQ(found->cubin, ck.cubin());
+}
+
+TEST_F(BundleAot, EveryCallAndTargetIsTheJitsEntry) {
+  const tb::Bundle aot = tb::Bundle::open(te_bundle::aot_bundle_path());
+  EXPECT_EQ(aot.kernels().size(), 2u);
+  EXPECT_EQ(aot.entries().size(), 15u);  // 5 calls x 3 targets
+  EXPECT_TRUE(aot.records().empty());
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  const te::JitFunction axpy("pykernels.vector", "axpy_kernel");
+  for (const char* target : te_bundle::kAotTargets) {
+    te::set_target(te::Target::parse(target));
+    for (const char* which : te_bundle::kRecorded) {
+      const te::Options options =
+          std::string(which) == "num_warps_8" ? te::Options().num_warps(8) : te::Options();
+      expect_entry(aot, add, compile_call(add, which), options);
+    }
+    expect_entry(aot, axpy, te_bundle::compile_axpy(axpy), te_bundle::kAxpyOptions);
+  }
+}
+
+TEST_F(BundleAot, Cuda90EntriesAreThoseARunRecorded) {
+  // bundle_record's bundle: the same calls compiled by a JIT process for cuda:90 and recorded.
+  const tb::Bundle aot = tb::Bundle::open(te_bundle::aot_bundle_path());
+  const tb::Bundle rec = tb::Bundle::open(te_bundle::bundle_path());
+  const int ka = kernel_index(aot, "pykernels.vector", "add_kernel");
+  const int kr = kernel_index(rec, "pykernels.vector", "add_kernel");
+  ASSERT_GE(ka, 0);
+  ASSERT_GE(kr, 0);
+  EXPECT_EQ(aot.kernels()[ka].source_hash, rec.kernels()[kr].source_hash);
+  EXPECT_EQ(aot.kernels()[ka].params, rec.kernels()[kr].params);
+  std::set<std::string> expected;
+  for (const auto& kv : te_bundle::read_hashes()) expected.insert(kv.second);
+  ASSERT_EQ(expected.size(), 4u) << "run bundle_record first (" << te_bundle::hashes_path() << ")";
+  std::set<std::string> built;
+  for (const tb::EntryView& a : aot.entries()) {
+    if (static_cast<int>(a.kernel) != ka || a.target != code_of("cuda:90")) continue;
+    built.insert(std::string(a.hash));
+    const tb::EntryView* r = nullptr;
+    for (const tb::EntryView& e : rec.entries()) {
+      if (static_cast<int>(e.kernel) == kr && e.hash == a.hash) r = &e;
+    }
+    ASSERT_NE(r, nullptr) << a.hash;
+    EXPECT_EQ(a.target, r->target);
+    EXPECT_EQ(a.options, r->options);
+    EXPECT_EQ(a.key_words, r->key_words);
+    EXPECT_EQ(a.signature, r->signature);
+    EXPECT_EQ(a.cubin, r->cubin);
+  }
+  EXPECT_EQ(built, expected);
+}
+
+TEST_F(BundleAot, ValueFormsMatchTheJit) {
+  // The C++ twins of tests/aot/te_calls.txt, line by line.
+  using namespace te::literals;
+  const tb::Bundle aot = tb::Bundle::open(te_bundle::aot_extra_bundle_path());
+  EXPECT_EQ(aot.entries().size(), 4u);
+  te::set_target(te::Target::parse("cuda:90"));
+  const te::JitFunction dtype_k("te_compile_kernels", "dtype_kernel");
+  expect_entry(aot, dtype_k,
+               dtype_k.compile(te_bundle::kX, te::Pointer(uintptr_t{0x50000}, te::DType::fp16),
+                               4096, te::DType::fp16, "double", 128),
+               te::Options());
+  const te::JitFunction annotated("te_compile_kernels", "annotated_kernel");
+  expect_entry(aot, annotated,
+               annotated.compile(te_bundle::kX, te_bundle::kOut, 1000, 0.5, true, "BLOCK"_a = 256),
+               te::Options());
+  const te::JitFunction flags("te_compile_kernels", "flags_kernel");
+  expect_entry(aot, flags, flags.compile(te_bundle::kX, te_bundle::kOut, 4096, "BLOCK"_a = 64),
+               te::Options());
+  te::set_target(te::Target::parse("cuda:80"));
+  const te::JitFunction scale("te_compile_kernels", "scale_kernel");
+  expect_entry(aot, scale, scale.compile(te_bundle::kX, te_bundle::kOut, 2.0f, 1), te::Options());
 }
 
 }  // namespace

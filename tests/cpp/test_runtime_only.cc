@@ -7,6 +7,8 @@
 #include <triton_embed/jit.h>
 
 #include <fstream>
+#include <map>
+#include <set>
 #include <string>
 #include <type_traits>
 
@@ -244,6 +246,51 @@ TEST_F(RuntimeOnlyBundle, PtxOfAnOlderTargetServesANewerGpu) {
       << said;
   // PTX built for sm_90a uses features of that GPU only: it serves no other.
   te::set_target(te::Target::parse("cuda:100"));
+  EXPECT_THROW(te_bundle::compile_call(add, "aligned"), te::NotInBundleError);
+}
+
+// With the bundle `triton-embed-bundle build` compiled ahead of time from tests/aot/calls.txt
+// for cuda:80, cuda:90 and cuda:100 (TRITON_EMBED_BUNDLE; CTest runs these as
+// runtime_only_aot): the same calls resolve to its kernels, with no Python.
+class RuntimeOnlyAot : public ::testing::Test {
+ protected:
+  void TearDown() override { te::set_target(std::nullopt); }
+};
+
+TEST_F(RuntimeOnlyAot, CallsResolveToTheBundlesKernelsForEveryTarget) {
+  const std::map<std::string, std::string> recorded = te_bundle::read_hashes();
+  ASSERT_EQ(recorded.size(), 4u) << te_bundle::hashes_path();
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  const te::JitFunction axpy("pykernels.vector", "axpy_kernel");
+  EXPECT_EQ(axpy.signature(),
+            "axpy_kernel(x_ptr, y_ptr, out_ptr, alpha, n_elements, BLOCK: constexpr = 1024)");
+  std::set<std::string> hashes;
+  for (const char* target : te_bundle::kAotTargets) {
+    te::set_target(te::Target::parse(target));
+    for (const char* which : te_bundle::kRecorded) {
+      const te::CompiledKernel& k = te_bundle::compile_call(add, which);
+      EXPECT_EQ(k.target(), target) << which;
+      EXPECT_FALSE(k.cubin().empty()) << which;
+      // For cuda:90, the kernels a JIT process compiled for these calls (bundle_record).
+      if (std::string(target) == "cuda:90") EXPECT_EQ(k.hash(), recorded.at(which)) << which;
+      hashes.insert(k.hash());
+    }
+    const te::CompiledKernel& a = te_bundle::compile_axpy(axpy);
+    EXPECT_EQ(a.target(), target);
+    EXPECT_EQ(a.num_warps(), 2);
+    EXPECT_NE(a.signature().find("BLOCK: constexpr = 512"), std::string::npos) << a.signature();
+    hashes.insert(a.hash());
+  }
+  EXPECT_EQ(hashes.size(), 15u);  // a kernel of its own for every call and target
+  // A target the bundle was not built for: a newer one runs the newest older plain target's
+  // PTX (cuda:80's: cuda:90 and cuda:100 are sm_90a and sm_100a); an older one has nothing.
+  te::set_target(te::Target::parse("cuda:89"));
+  ::testing::internal::CaptureStderr();
+  const te::CompiledKernel& ptx = te_bundle::compile_call(add, "aligned");
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(ptx.target(), "cuda:80");
+  EXPECT_TRUE(ptx.cubin().empty());
+  te::set_target(te::Target::parse("cuda:75"));
   EXPECT_THROW(te_bundle::compile_call(add, "aligned"), te::NotInBundleError);
 }
 

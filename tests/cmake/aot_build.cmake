@@ -1,0 +1,166 @@
+# `triton-embed-bundle build` end to end, without a GPU. Each step checks the exit status and
+# the whole output (stdout and stderr; WORK_DIR reads DIR, BUILD_DIR reads BUILD).
+#   PART=build   builds tests/aot/calls.txt for cuda:80, cuda:90 and cuda:100 into
+#                WORK_DIR/aot.teb and tests/aot/te_calls.txt (through --python-path KERNELS)
+#                into WORK_DIR/te_calls.teb, lists both and merges them
+#   PART=errors  bad calls files and calls: the message, and no output file
+# Inputs: TOOL, PART, SOURCE_DIR, BUILD_DIR, WORK_DIR, KERNELS (tests/kernels).
+
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+file(COPY "${SOURCE_DIR}/tests/aot/calls.txt" "${SOURCE_DIR}/tests/aot/te_calls.txt"
+     DESTINATION "${WORK_DIR}")
+# Only --python-path may put tests/kernels on sys.path here.
+unset(ENV{TRITON_EMBED_PYTHONPATH})
+
+# The output with what varies from run to run (hashes, sizes, versions) replaced.
+function(normalise var text)
+  string(REPLACE "${WORK_DIR}" "DIR" text "${text}")
+  string(REPLACE "${BUILD_DIR}" "BUILD" text "${text}")
+  string(REGEX REPLACE "hash [0-9a-f]+" "hash H" text "${text}")
+  string(REGEX REPLACE "(cubin|ptx|version 1,) [0-9]+ bytes" "\\1 N bytes" text "${text}")
+  string(REGEX REPLACE "triton_embed [0-9.]+ \\(Triton [0-9.]+\\)" "triton_embed V (Triton V)"
+         text "${text}")
+  set(${var} "${text}" PARENT_SCOPE)
+endfunction()
+
+# run(<expected status> <expected output> <args>...)
+function(run expect_rc expect_out)
+  execute_process(COMMAND "${TOOL}" ${ARGN} WORKING_DIRECTORY "${WORK_DIR}"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  normalise(got "${out}${err}")
+  if(NOT "${rc}" STREQUAL "${expect_rc}" OR NOT "${got}" STREQUAL "${expect_out}")
+    message(FATAL_ERROR "triton-embed-bundle ${ARGN}: exit status ${rc} (expected ${expect_rc}), "
+                        "output:\n${got}\nexpected:\n${expect_out}")
+  endif()
+endfunction()
+
+# fails(<calls file text> <expected message>): build refuses it (status 1) and writes nothing.
+function(fails text message)
+  file(WRITE "${WORK_DIR}/bad.txt" "${text}")
+  run(1 "triton-embed-bundle: ${message}\n" build --target cuda:90 -o bad.teb bad.txt)
+  file(GLOB left "${WORK_DIR}/bad.teb*")
+  if(left)
+    message(FATAL_ERROR "a failed build left ${left} behind")
+  endif()
+endfunction()
+
+set(add "pykernels.vector.add_kernel: add_kernel")
+set(fp32x3 "x_ptr: *fp32 D, y_ptr: *fp32 D, out_ptr: *fp32 D")
+set(fp16x3 "x_ptr: *fp16, y_ptr: *fp16, out_ptr: *fp16")
+set(axpy "axpy_kernel(${fp32x3}, alpha: fp32, n_elements: i32 D, BLOCK: constexpr = 512)")
+set(axpy_line "pykernels.vector.axpy_kernel: ${axpy} [num_warps=2]")
+
+if(PART STREQUAL "build")
+  set(summary "")
+  foreach(call
+      "6: TARGET ${add}(${fp32x3}, n_elements: i32 D, BLOCK: constexpr = 1024)"
+      "7: TARGET ${add}(${fp32x3}, n_elements: i32, BLOCK: constexpr = 1024)"
+      "8: TARGET ${add}(${fp16x3}, n_elements: i32 D, BLOCK: constexpr = 1024)"
+      "10: TARGET ${add}(${fp32x3}, n_elements: i32 D, BLOCK: constexpr = 1024) [num_warps=8]"
+      "13: TARGET ${axpy_line}")
+    foreach(target cuda:80 cuda:90 cuda:100)
+      string(REPLACE "TARGET" "${target}" line "${call}")
+      string(APPEND summary "calls.txt:${line}\n")
+    endforeach()
+  endforeach()
+  run(0 "${summary}wrote aot.teb: 2 kernels, 15 entries, 0 records from 5 calls\n"
+      build --target cuda:80 --target cuda:90 -o aot.teb --target cuda:100 calls.txt)
+
+  # Every entry, in the order built (options as the bundle stores them).
+  set(listing "bundle aot.teb: format version 1, N bytes
+  written by triton_embed V (Triton V)
+  note: built ahead of time by triton-embed-bundle from calls.txt
+  2 kernels, 15 entries, 0 records
+kernel #0 pykernels.vector.add_kernel: source hash H\n")
+  set(i 0)
+  foreach(entry
+      "'': hash H, key 4 words, signature 'add_kernel(${fp32x3}, n_elements: i32 D, BLOCK: constexpr = 1024)'"
+      "'': hash H, key 4 words, signature 'add_kernel(${fp32x3}, n_elements: i32, BLOCK: constexpr = 1024)'"
+      "'': hash H, key 4 words, signature 'add_kernel(${fp16x3}, n_elements: i32 D, BLOCK: constexpr = 1024)'"
+      "'num_warps=i8\n': hash H, key 4 words, signature 'add_kernel(${fp32x3}, n_elements: i32 D, BLOCK: constexpr = 1024)'"
+      "KERNEL1'num_warps=i2\n': hash H, key 4 words, signature '${axpy}'")
+    if(entry MATCHES "^KERNEL1")
+      string(APPEND listing "kernel #1 pykernels.vector.axpy_kernel: source hash H\n")
+      string(REPLACE "KERNEL1" "" entry "${entry}")
+    endif()
+    foreach(target cuda:80 cuda:90 cuda:100)
+      string(APPEND listing "  entry #${i} ${target} ${entry}, cubin N bytes, ptx N bytes\n")
+      math(EXPR i "${i} + 1")
+    endforeach()
+  endforeach()
+  run(0 "${listing}" list aot.teb)
+
+  # A module only --python-path finds; a line with a target of its own.
+  set(te "te_compile_kernels")
+  run(0 "te_calls.txt:4: cuda:90 ${te}.dtype_kernel: dtype_kernel(x_ptr: *fp32 D, out_ptr: *fp16 D, n: i32 D, OUT_DTYPE: constexpr = triton.language.float16, MODE: constexpr = 'double', BLOCK: constexpr = 128)
+te_calls.txt:5: cuda:90 ${te}.annotated_kernel: annotated_kernel(x_ptr: *fp32 D, out_ptr: *fp32 D, n: i64, alpha: fp16, flag: u1, BLOCK: constexpr = 256)
+te_calls.txt:6: cuda:90 ${te}.flags_kernel: flags_kernel(x_ptr: *fp32, out_ptr: *fp32 D, n: i32, BLOCK: constexpr = 64)
+te_calls.txt:7: cuda:80 ${te}.scale_kernel: scale_kernel(x_ptr: *fp32 D, out_ptr: *fp32 D, scale: fp32, n: constexpr = 1, BLOCK: constexpr = 256)
+wrote te_calls.teb: 4 kernels, 4 entries, 0 records from 4 calls
+" build --target cuda:90 --python-path "${KERNELS}" -o te_calls.teb te_calls.txt)
+
+  run(0 "wrote all.teb: 6 kernels, 19 entries, 0 records from 2 bundles\n"
+      merge -o all.teb aot.teb te_calls.teb)
+
+elseif(PART STREQUAL "errors")
+  # The calls file: checked whole before Python starts. Line numbers count comments, blank
+  # lines and continued lines.
+  fails("pykernels.vector:add_kernel *fp32 *fp32 *fp32 i32:8 1024\n"
+        "bad.txt:1: argument 4: 'i32:8': unknown specialisation ':8'; expected i32 (not divisible by 16) or i32:16 (divisible by 16)")
+  fails("# header\n\npykernels.vector:add_kernel *fp32 *fp32 \\\n    *fp32 i32 1024\nadd_kernel *fp32\n"
+        "bad.txt:5: 'add_kernel' is not a kernel; expected MODULE:KERNEL or MODULE.KERNEL first (e.g. pykernels.vector:add_kernel)")
+  fails("pykernels.vector:add_kernel *fp32 *fp32 *fp32 *fp99 1024\n"
+        "bad.txt:1: argument 4: '*fp99': 'fp99' is not an element type; expected a pointer as *DTYPE with a Triton type (e.g. *fp32, *fp16, *bf16, *i64, *u8)")
+  fails("pykernels.vector:add_kernel *fp32 *fp32 *fp32 n_elements=16 1024\n"
+        "bad.txt:1: the positional argument '1024' follows the named argument 'n_elements=...'; expected positional arguments first, then NAME=VALUE items (as in Python)")
+  fails("pykernels.vector:add_kernel *fp32 *fp32 *fp32 16 BLOCK=1024 BLOCK=512\n"
+        "bad.txt:1: 'BLOCK' is given twice; expected each NAME=VALUE once")
+  fails("\npykernels.vector:add_kernel *fp32 *fp32 *fp32 16 BLOCK=\"1024\n"
+        "bad.txt:2: a string opened with \" is not closed on its line; expected a closing \"")
+  fails("pykernels.vector:add_kernel *fp32 *fp32 *fp32 16 1024 @gpu\n"
+        "bad.txt:1: '@gpu': invalid target 'gpu': expected 'cuda:<arch>' (e.g. cuda:90), 'cuda:<arch>:<warp size>', 'sm_90' or '90'")
+  fails("pykernels.vector:add_kernel *fp32 *fp32 *fp32 16 \\\n"
+        "bad.txt:1: the last line ends with '\\'; expected another line to continue it")
+  run(1 "triton-embed-bundle: calls.txt:6: no target for this call; give --target TARGET (e.g. --target cuda:90) or @TARGET on the line\n"
+      build -o x.teb calls.txt)
+  run(1 "triton-embed-bundle: calls file missing.txt: cannot open it: No such file or directory; check the path\n"
+      build --target cuda:90 -o x.teb missing.txt)
+  set(usage "usage: triton-embed-bundle COMMAND ARGS...
+  triton-embed-bundle list FILE...          print what each bundle holds
+  triton-embed-bundle merge -o OUT IN...    write the union of the bundles IN... to OUT
+  triton-embed-bundle build -o OUT [--target TARGET]... [--python-path DIR]... CALLS...
+                                            compile the calls listed in CALLS... (see docs/aot.md)
+                                            for each target into the bundle OUT
+")
+  run(2 "triton-embed-bundle: build: give the output file with -o OUT\n${usage}"
+      build --target cuda:90 calls.txt)
+  run(2 "triton-embed-bundle: build: --target: invalid target 'gpu': expected 'cuda:<arch>' (e.g. cuda:90), 'cuda:<arch>:<warp size>', 'sm_90' or '90'\n${usage}"
+      build --target gpu -o x.teb calls.txt)
+
+  # The calls: the kernels are loaded and the calls bound, with Python.
+  fails("pykernels.vector:nope *fp32\n"
+        "bad.txt:1: cannot load kernel pykernels.vector.nope: module 'pykernels.vector' (BUILD/python/pykernels/vector.py) has no attribute 'nope'; its kernels are: add_kernel, axpy_kernel")
+  fails("pykernels.vector:add_kernel *fp32 *fp32 *fp32 i32:16 i32\n"
+        "bad.txt:1: add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): argument #4 'BLOCK': a tl.constexpr parameter takes a value (e.g. 1024, true, \"text\", tl.float16), not the type 'i32'")
+  fails("pykernels.vector:add_kernel *fp32 *fp32 *fp32 i32:16\n"
+        "bad.txt:1: for cuda:90: add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): expected 5 arguments, got 4")
+  fails("pykernels.matmul:matmul_kernel *fp16 *fp16 *fp16 i32:16 i32:16 i32:16 i32:16 1 i32:16 1 i32:16 1\n"
+        "bad.txt:1: pykernels.matmul.matmul_kernel is wrapped in @triton.autotune, and tuning runs the kernel on a GPU, which `triton-embed-bundle build` does not use; record its bundle from a run on the GPU instead (TRITON_EMBED_RECORD=FILE, or triton_embed::write_bundle(FILE) after its launches) and merge it with this one")
+  # @triton.heuristics kernels compile (their heuristics run in Python); the bundle this library
+  # records does not hold wrapped kernels yet, which build says rather than leave them out.
+  fails("pykernels.softmax:softmax_fwd_kernel *fp32 *fp32 i32 i32 i32 BLOCK=1024 COMPUTE=tl.float32\n"
+        "bad.txt:1: pykernels.softmax.softmax_fwd_kernel compiled for cuda:90 (softmax_fwd_kernel(x_ptr: *fp32 D, y_ptr: *fp32 D, n_cols: i32, x_row_stride: i32, y_row_stride: i32, BLOCK: constexpr = 1024, COMPUTE: constexpr = triton.language.float32)), but the bundle this library records does not hold it (kernels wrapped in @triton.heuristics are not recorded yet); nothing was written: leave the call out")
+  # Without --python-path the module of te_calls.txt is not found.
+  execute_process(COMMAND "${TOOL}" build --target cuda:90 -o x.teb te_calls.txt
+                  WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 1 OR NOT err MATCHES "^triton-embed-bundle: te_calls.txt:4: cannot load kernel te_compile_kernels.dtype_kernel: no module named 'te_compile_kernels'")
+    message(FATAL_ERROR "build without --python-path: exit status ${rc}, output:\n${err}")
+  endif()
+  file(GLOB left "${WORK_DIR}/x.teb*")
+  if(left)
+    message(FATAL_ERROR "a failed build left ${left} behind")
+  endif()
+else()
+  message(FATAL_ERROR "PART must be build or errors, not '${PART}'")
+endif()
