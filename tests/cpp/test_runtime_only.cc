@@ -6,6 +6,7 @@
 #include <triton_embed/detail/testing.h>
 #include <triton_embed/jit.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <type_traits>
@@ -173,5 +174,27 @@ TEST_F(RuntimeOnlyBundle, ASpecialisationNoBundleHoldsRaisesNotInBundleError) {
             "triton_embed::triton_embed to compile kernels with Triton on first use, or build a "
             "kernel bundle that holds it");
 }
+
+#ifdef TE_EMBEDDED_BUNDLE
+// Built as test_runtime_only_embedded, which carries the recorded bundle
+// (triton_embed_embed_bundle): CTest runs RuntimeOnlyBundle and these with no
+// TRITON_EMBED_BUNDLE set. The bundle loads before main and before this file's static objects.
+const te::JitFunction kStaticAdd("pykernels.vector", "add_kernel");
+
+TEST(RuntimeOnlyEmbedded, TheEmbeddedBundleServesStaticObjects) {
+  EXPECT_EQ(std::getenv("TRITON_EMBED_BUNDLE"), nullptr);
+  EXPECT_EQ(kStaticAdd.signature(),
+            "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK: constexpr)");
+  // Its entries are listed under the name it was embedded with.
+  te::set_target(te::Target::parse("cuda:90"));
+  const std::string m = message_of<te::NotInBundleError>(
+      [] { kStaticAdd.compile(te_bundle::kX, te_bundle::kY, te_bundle::kOut, 4096, 512); });
+  te::set_target(std::nullopt);
+  EXPECT_NE(m.find("(the loaded bundles hold 4 entries of it, e.g.:\n  cuda:90: add_kernel("),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find(") (" TE_EMBEDDED_BUNDLE ")\n"), std::string::npos) << m;
+}
+#endif
 
 }  // namespace
