@@ -177,23 +177,30 @@ TEST_F(RuntimeOnlyBundle, ASpecialisationNoBundleHoldsRaisesNotInBundleError) {
 
 #ifdef TE_EMBEDDED_BUNDLE
 // Built as test_runtime_only_embedded, which carries the recorded bundle
-// (triton_embed_embed_bundle): CTest runs RuntimeOnlyBundle and these with no
-// TRITON_EMBED_BUNDLE set. The bundle loads before main and before this file's static objects.
+// (triton_embed_embed_bundle). It loads before main and before this file's static objects.
+// CTest runs RuntimeOnlyBundle and these with no TRITON_EMBED_BUNDLE set
+// (runtime_only_embedded_bundle), and these again with TRITON_EMBED_BUNDLE naming the same
+// file (runtime_only_embedded_and_env).
 const te::JitFunction kStaticAdd("pykernels.vector", "add_kernel");
 
 TEST(RuntimeOnlyEmbedded, TheEmbeddedBundleServesStaticObjects) {
-  EXPECT_EQ(std::getenv("TRITON_EMBED_BUNDLE"), nullptr);
   EXPECT_EQ(kStaticAdd.signature(),
             "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK: constexpr)");
-  // Its entries are listed under the name it was embedded with.
+}
+
+TEST(RuntimeOnlyEmbedded, EmbeddedBundlesComeBeforeTritonEmbedBundle) {
+  // A miss lists the entries of every loaded bundle, the first loaded first: the embedded
+  // one's, under the name it was embedded with; the file's (4 more) only with the variable.
+  const bool env = std::getenv("TRITON_EMBED_BUNDLE") != nullptr;
   te::set_target(te::Target::parse("cuda:90"));
   const std::string m = message_of<te::NotInBundleError>(
       [] { kStaticAdd.compile(te_bundle::kX, te_bundle::kY, te_bundle::kOut, 4096, 512); });
   te::set_target(std::nullopt);
-  EXPECT_NE(m.find("(the loaded bundles hold 4 entries of it, e.g.:\n  cuda:90: add_kernel("),
-            std::string::npos)
-      << m;
+  const std::string head = std::string("(the loaded bundles hold ") + (env ? "8" : "4") +
+                           " entries of it, e.g.:\n  cuda:90: add_kernel(";
+  EXPECT_NE(m.find(head), std::string::npos) << m;
   EXPECT_NE(m.find(") (" TE_EMBEDDED_BUNDLE ")\n"), std::string::npos) << m;
+  EXPECT_EQ(m.find("/record.teb)"), std::string::npos) << m;
 }
 #endif
 
