@@ -44,7 +44,8 @@ TRITON_EMBED_API void load_bundle(const std::string& path);
 
 /*! \brief Loads a bundle held in memory, e.g. embedded in the executable; \p data must stay
  *  valid until the process ends (it is not copied). \p name says where it came from in
- *  errors. */
+ *  errors. The CMake function \c triton_embed_embed_bundle(target file) embeds a bundle file
+ *  and calls this before \c main(). */
 TRITON_EMBED_API void load_bundle_from_memory(const void* data, size_t size,
                                               std::string_view name);
 

@@ -1,5 +1,6 @@
 # Builds and runs tests/cmake/consumer against this build of triton_embed: `consumer` (the
-# JIT) and `consumer_runtime` (linked to triton_embed::runtime only: needs no libpython).
+# JIT) and `consumer_runtime` (linked to triton_embed::runtime only: needs no libpython; it and
+# its library `consumer_kernels` embed BUNDLE, which the build recorded with its hashes).
 #   MODE=find_package: installs BUILD_DIR into WORK_DIR/prefix and uses find_package.
 #   MODE=fetchcontent: the consumer pulls SOURCE_DIR in with FetchContent.
 cmake_minimum_required(VERSION 3.22)
@@ -15,7 +16,8 @@ function(run)
 endfunction()
 
 set(args -S "${SOURCE_DIR}/tests/cmake/consumer" -B "${WORK_DIR}/build" -G "${GENERATOR}"
-         -DCMAKE_BUILD_TYPE=Release "-DPython_EXECUTABLE=${Python_EXECUTABLE}" -DTE_MODE=${MODE})
+         -DCMAKE_BUILD_TYPE=Release "-DPython_EXECUTABLE=${Python_EXECUTABLE}" -DTE_MODE=${MODE}
+         "-DTE_BUNDLE=${BUNDLE}")
 if(MODE STREQUAL "find_package")
   run("${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix")
   list(APPEND args "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix")
@@ -36,12 +38,24 @@ endif()
 execute_process(COMMAND "${WORK_DIR}/build/consumer_runtime" RESULT_VARIABLE rc OUTPUT_VARIABLE out
                 ERROR_VARIABLE err)
 message("${out}${err}")
-if(NOT rc EQUAL 0 OR NOT out MATCHES "NotInBundleError: cannot load kernel pykernels.vector.add_kernel")
-  message(FATAL_ERROR "the runtime-only consumer failed (${rc})")
+# The recorded kernel, from the bundles; then the eight entries of the two copies, the
+# library's first (its initialisers ran before the program's).
+get_filename_component(bundle_dir "${BUNDLE}" DIRECTORY)
+file(STRINGS "${bundle_dir}/record_hashes.txt" aligned REGEX "^aligned ")
+string(REPLACE "aligned " "" aligned "${aligned}")
+string(CONCAT listed "for cuda:90 is in no kernel bundle [(]the loaded bundles hold 8 entries "
+                    "of it, e[.]g[.]:\n  cuda:90: [^\n]* "
+                    "[(]record[.]teb embedded in consumer_kernels[)]\n")
+if(NOT rc EQUAL 0 OR NOT aligned OR NOT out MATCHES "^consumer_runtime: add_kernel ${aligned}\n"
+   OR NOT out MATCHES "${listed}")
+  message(FATAL_ERROR "the runtime-only consumer failed (${rc}), or its output is not the "
+                      "expected (add_kernel ${aligned})")
 endif()
-run("${CMAKE_COMMAND}" "-DFILES=${WORK_DIR}/build/consumer_runtime"
-    "-DFORBID=^(libpython|libtriton_embed[.]so|libtorch|libc10)"
-    -P "${CMAKE_CURRENT_LIST_DIR}/check_needed.cmake")
+foreach(file consumer_runtime libconsumer_kernels.so)
+  run("${CMAKE_COMMAND}" "-DFILES=${WORK_DIR}/build/${file}"
+      "-DFORBID=^(libpython|libtriton_embed[.]so|libtorch|libc10)"
+      -P "${CMAKE_CURRENT_LIST_DIR}/check_needed.cmake")
+endforeach()
 if(MODE STREQUAL "find_package")
   file(GLOB runtime_lib "${WORK_DIR}/prefix/lib*/libtriton_embed_runtime.so")
   if(NOT runtime_lib)

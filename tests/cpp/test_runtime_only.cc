@@ -6,6 +6,7 @@
 #include <triton_embed/detail/testing.h>
 #include <triton_embed/jit.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -220,10 +221,13 @@ TEST_F(RuntimeOnlyBundle, WrappedKernelsLaunchFromTheRecordedDecisions) {
             "compile kernels with Triton on first use, or build a kernel bundle that holds it");
 }
 
-TEST_F(RuntimeOnlyBundle, PtxOfAnOlderTargetServesANewerGpu) {
-  // Last in this suite: it loads one more bundle. ptx80.teb holds one cuda:80 entry (with its
-  // PTX for plain sm_80); asked for cuda:86, the loader gives the cuda:80 entry's PTX (which
-  // the driver compiles when the kernel is loaded) and says so on stderr.
+// ptx80.teb (bundle_record) holds one cuda:80 entry, with its PTX for plain sm_80. CTest runs
+// this as runtime_only_ptx, with no other bundle.
+class RuntimeOnlyPtx : public RuntimeOnlyBundle {};
+
+TEST_F(RuntimeOnlyPtx, PtxOfAnOlderTargetServesANewerGpu) {
+  // Asked for cuda:86, the loader gives the cuda:80 entry's PTX (which the driver compiles
+  // when the kernel is loaded) and says so on stderr.
   const std::map<std::string, std::string> expected =
       te_bundle::read_hashes(te_bundle::dir() + "/ptx80_hash.txt");
   ASSERT_EQ(expected.size(), 1u);
@@ -293,5 +297,33 @@ TEST_F(RuntimeOnlyAot, CallsResolveToTheBundlesKernelsForEveryTarget) {
   te::set_target(te::Target::parse("cuda:75"));
   EXPECT_THROW(te_bundle::compile_call(add, "aligned"), te::NotInBundleError);
 }
+#ifdef TE_EMBEDDED_BUNDLE
+// Built as test_runtime_only_embedded, which carries the recorded bundle
+// (triton_embed_embed_bundle). It loads before main and before this file's static objects.
+// CTest runs RuntimeOnlyBundle and these with no TRITON_EMBED_BUNDLE set
+// (runtime_only_embedded_bundle), and these again with TRITON_EMBED_BUNDLE naming the same
+// file (runtime_only_embedded_and_env).
+const te::JitFunction kStaticAdd("pykernels.vector", "add_kernel");
+
+TEST(RuntimeOnlyEmbedded, TheEmbeddedBundleServesStaticObjects) {
+  EXPECT_EQ(kStaticAdd.signature(),
+            "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK: constexpr)");
+}
+
+TEST(RuntimeOnlyEmbedded, EmbeddedBundlesComeBeforeTritonEmbedBundle) {
+  // A miss lists the entries of every loaded bundle, the first loaded first: the embedded
+  // one's, under the name it was embedded with; the file's (4 more) only with the variable.
+  const bool env = std::getenv("TRITON_EMBED_BUNDLE") != nullptr;
+  te::set_target(te::Target::parse("cuda:90"));
+  const std::string m = message_of<te::NotInBundleError>(
+      [] { kStaticAdd.compile(te_bundle::kX, te_bundle::kY, te_bundle::kOut, 4096, 512); });
+  te::set_target(std::nullopt);
+  const std::string head = std::string("(the loaded bundles hold ") + (env ? "8" : "4") +
+                           " entries of it, e.g.:\n  cuda:90: add_kernel(";
+  EXPECT_NE(m.find(head), std::string::npos) << m;
+  EXPECT_NE(m.find(") (" TE_EMBEDDED_BUNDLE ")\n"), std::string::npos) << m;
+  EXPECT_EQ(m.find("/record.teb)"), std::string::npos) << m;
+}
+#endif
 
 }  // namespace
