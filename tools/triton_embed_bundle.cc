@@ -178,7 +178,6 @@ auto located(const std::string& where, F&& f) -> decltype(f()) {
 struct Built {
   const tools::Call* call;
   std::string kernel;   // module.name
-  std::string wrapper;  // "", "autotune" or "heuristics"
   std::string options;
   const te::CompiledKernel* compiled;
 };
@@ -282,7 +281,7 @@ int build(const std::vector<std::string>& args) {
             return te::detail::compile_call(h.state(), h.interned_options(), b.args(), nullptr);
           });
       if (seen.insert(&ck).second) {
-        built.push_back({&c, k.module() + "." + k.name(), k.wrapper(), b.options.str(), &ck});
+        built.push_back({&c, k.module() + "." + k.name(), b.options.str(), &ck});
       }
     }
   }
@@ -312,11 +311,9 @@ int build(const std::vector<std::string>& args) {
     if (found) continue;
     throw te::NotSupportedError(
         x.call->where() + ": " + x.kernel + " compiled for " + x.compiled->target() + " (" +
-        x.compiled->signature() + "), but the bundle this library records does not hold it" +
-        (x.wrapper.empty()
-             ? std::string()
-             : " (kernels wrapped in @triton." + x.wrapper + " are not recorded yet)") +
-        "; nothing was written: leave the call out");
+        x.compiled->signature() + "), but the bundle this library records does not hold it " +
+        "(an entry keyed on a Python object is not recorded); nothing was written: leave the "
+        "call out");
   }
   bundle::Contents contents = rb.contents();
   std::string note = "built ahead of time by triton-embed-bundle from";

@@ -78,8 +78,8 @@ kernel #0 pykernels.vector.add_kernel: source hash H\n")
       "'': hash H, key 4 words, signature 'add_kernel(${fp32x3}, n_elements: i32 D, BLOCK: constexpr = 1024)'"
       "'': hash H, key 4 words, signature 'add_kernel(${fp32x3}, n_elements: i32, BLOCK: constexpr = 1024)'"
       "'': hash H, key 4 words, signature 'add_kernel(${fp16x3}, n_elements: i32 D, BLOCK: constexpr = 1024)'"
-      "'num_warps=i8\n': hash H, key 4 words, signature 'add_kernel(${fp32x3}, n_elements: i32 D, BLOCK: constexpr = 1024)'"
-      "KERNEL1'num_warps=i2\n': hash H, key 4 words, signature '${axpy}'")
+      "'num_warps=8': hash H, key 4 words, signature 'add_kernel(${fp32x3}, n_elements: i32 D, BLOCK: constexpr = 1024)'"
+      "KERNEL1'num_warps=2': hash H, key 4 words, signature '${axpy}'")
     if(entry MATCHES "^KERNEL1")
       string(APPEND listing "kernel #1 pykernels.vector.axpy_kernel: source hash H\n")
       string(REPLACE "KERNEL1" "" entry "${entry}")
@@ -147,10 +147,20 @@ elseif(PART STREQUAL "errors")
         "bad.txt:1: for cuda:90: add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): expected 5 arguments, got 4")
   fails("pykernels.matmul:matmul_kernel *fp16 *fp16 *fp16 i32:16 i32:16 i32:16 i32:16 1 i32:16 1 i32:16 1\n"
         "bad.txt:1: pykernels.matmul.matmul_kernel is wrapped in @triton.autotune, and tuning runs the kernel on a GPU, which `triton-embed-bundle build` does not use; record its bundle from a run on the GPU instead (TRITON_EMBED_RECORD=FILE, or triton_embed::write_bundle(FILE) after its launches) and merge it with this one")
-  # @triton.heuristics kernels compile (their heuristics run in Python); the bundle this library
-  # records does not hold wrapped kernels yet, which build says rather than leave them out.
-  fails("pykernels.softmax:softmax_fwd_kernel *fp32 *fp32 i32 i32 i32 BLOCK=1024 COMPUTE=tl.float32\n"
-        "bad.txt:1: pykernels.softmax.softmax_fwd_kernel compiled for cuda:90 (softmax_fwd_kernel(x_ptr: *fp32 D, y_ptr: *fp32 D, n_cols: i32, x_row_stride: i32, y_row_stride: i32, BLOCK: constexpr = 1024, COMPUTE: constexpr = triton.language.float32)), but the bundle this library records does not hold it (kernels wrapped in @triton.heuristics are not recorded yet); nothing was written: leave the call out")
+  # A @triton.heuristics kernel: its heuristic runs in Python at build time, and the bundle
+  # holds the kernel as wrapped, its inner kernel's entry and the heuristic's result (num_warps).
+  set(softmax "softmax_fwd_kernel(x_ptr: *fp32 D, y_ptr: *fp32 D, n_cols: i32, x_row_stride: i32, y_row_stride: i32, BLOCK: constexpr = 1024, COMPUTE: constexpr = triton.language.float32)")
+  file(WRITE "${WORK_DIR}/heur.txt"
+       "pykernels.softmax:softmax_fwd_kernel *fp32 *fp32 i32 i32 i32 BLOCK=1024 COMPUTE=tl.float32\n")
+  run(0 "heur.txt:1: cuda:90 pykernels.softmax.softmax_fwd_kernel: ${softmax}
+wrote heur.teb: 1 kernel, 1 entry, 1 record from 1 call\n" build --target cuda:90 -o heur.teb heur.txt)
+  run(0 "bundle heur.teb: format version 1, N bytes
+  written by triton_embed V (Triton V)
+  note: built ahead of time by triton-embed-bundle from heur.txt
+  1 kernel, 1 entry, 1 record
+kernel #0 pykernels.softmax.softmax_fwd_kernel: source hash H, heuristics
+  entry #0 cuda:90 'num_warps=4': hash H, key 6 words, signature '${softmax}', cubin N bytes, ptx N bytes
+  1 record\n" list heur.teb)
   # Without --python-path the module of te_calls.txt is not found.
   execute_process(COMMAND "${TOOL}" build --target cuda:90 -o x.teb te_calls.txt
                   WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE rc ERROR_VARIABLE err)
