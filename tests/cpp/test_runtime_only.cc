@@ -196,7 +196,9 @@ TEST_F(RuntimeOnlyBundle, WrappedKernelsLaunchFromTheRecordedDecisions) {
     EXPECT_EQ(r->best.num_warps, 4);
     EXPECT_TRUE(r->from_cache);
   }
-  // The launch path up to the driver call, twice: the second through the memo of whole calls.
+  // The launch path up to the driver call, twice: the second through the memo of whole calls,
+  // as with the JIT (one key, one lookup: no layer walked).
+  const uint64_t hits = te::detail::testing::call_memo_hits();
   for (int round = 0; round < 2; ++round) {
     uint64_t slots[8] = {};
     EXPECT_EQ(te::detail::testing::dry_run(tuned, slots, te_bundle::kX, te_bundle::kOut, 1000), 3);
@@ -204,6 +206,7 @@ TEST_F(RuntimeOnlyBundle, WrappedKernelsLaunchFromTheRecordedDecisions) {
     EXPECT_EQ(slots[1], 0x30000u);
     EXPECT_EQ(slots[2], 1000u);
   }
+  EXPECT_EQ(te::detail::testing::call_memo_hits(), hits + 1);
 
   // What the recording did not see raises NotInBundleError: a tuning key, a heuristic's input.
   EXPECT_EQ(message_of<te::NotInBundleError>(
