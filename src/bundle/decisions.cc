@@ -96,13 +96,7 @@ uint32_t serving_target(const std::vector<uint32_t>& have, uint32_t target) {
   uint32_t best = 0;
   for (uint32_t t : have) {
     if (t == target) return t;
-    if (target == 0) {
-      if (best == 0 || target_arch(t) > target_arch(best)) best = t;
-      continue;
-    }
-    if (target_warp_size(t) != target_warp_size(target) || target_arch(t) > target_arch(target)) {
-      continue;
-    }
+    if (target != 0 && !older_or_same_target(t, target)) continue;
     if (best == 0 || target_arch(t) > target_arch(best)) best = t;
   }
   return best;

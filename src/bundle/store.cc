@@ -20,7 +20,6 @@
 #include "core/errors.h"
 #include "core/registry.h"
 #include "core/target.h"
-#include "cuda/driver.h"
 #include "triton_embed/bundle.h"
 
 namespace triton_embed::detail::bundle {
@@ -116,12 +115,17 @@ std::unique_ptr<KernelState> decode_state(const Bundle& b, const KernelView& kv)
   return k;
 }
 
-// The target a tuning decision should serve now: the explicit one, else the current device's
-// (0 when neither is known).
-uint32_t current_target() {
-  const uint32_t forced = explicit_target_code();
-  if (forced != 0 || !cuda::api().ok) return forced;
-  return target_code(cuda::current_context().arch, 32);
+// Calls f(bundle, contents, index) for each kernel matching k in the bundles loaded since
+// `applied` (a count of bundles, advanced past them). The store's mutex is held.
+template <class F>
+void each_new_kernel(Store& s, size_t& applied, const KernelState& k, F&& f) {
+  for (; applied < s.bundles.size(); ++applied) {
+    const Bundle& b = s.bundles[applied];
+    const ContentsView& c = b.view();
+    for (uint32_t i = 0; i < c.kernels.size(); ++i) {
+      if (same_kernel(c.kernels[i], k)) f(b, c, i);
+    }
+  }
 }
 
 }  // namespace
@@ -168,14 +172,10 @@ bool bundled_heuristic(KernelState& k, Heuristic& h, const Frame& f, ArgValue& o
   Store& s = store();
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    size_t& applied = s.heuristics_applied[&k];
-    for (; applied < s.bundles.size(); ++applied) {
-      const Bundle& b = s.bundles[applied];
-      const ContentsView& c = b.view();
-      for (uint32_t i = 0; i < c.kernels.size(); ++i) {
-        if (same_kernel(c.kernels[i], k)) apply_heuristics(c, i, k, where(b, c.kernels[i]));
-      }
-    }
+    each_new_kernel(s, s.heuristics_applied[&k], k,
+                    [&](const Bundle& b, const ContentsView& c, uint32_t i) {
+                      apply_heuristics(c, i, k, where(b, c.kernels[i]));
+                    });
   }
   const HeuristicPlan* plan = h.plan.load(std::memory_order_acquire);
   if (plan == nullptr) return false;
@@ -191,7 +191,7 @@ const Choice* bundled_choice(KernelState& k, TuneLayer& t, const MemoKey& key, u
                              bool jit) {
   if (key.overflow) return nullptr;
   load_from_environment();
-  const uint32_t target = current_target();
+  const uint32_t target = current_target_code();
   size_t layer = k.layers.size();
   for (size_t i = 0; i < k.layers.size(); ++i) {
     if (k.layers[i]->tune.get() == &t) layer = i;
@@ -203,16 +203,12 @@ const Choice* bundled_choice(KernelState& k, TuneLayer& t, const MemoKey& key, u
   Store& s = store();
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    size_t& applied = s.choices_applied[{&t, target}];
-    for (; applied < s.bundles.size(); ++applied) {
-      const Bundle& b = s.bundles[applied];
-      const ContentsView& c = b.view();
-      for (uint32_t i = 0; i < c.kernels.size(); ++i) {
-        const KernelView& kv = c.kernels[i];
-        if (!same_kernel(kv, k) || (jit && (kv.source_hash.empty() || kv.layers != layers))) continue;
-        apply_choices(c, i, k, layer, target, jit, where(b, kv));
-      }
-    }
+    each_new_kernel(s, s.choices_applied[{&t, target}], k,
+                    [&](const Bundle& b, const ContentsView& c, uint32_t i) {
+                      const KernelView& kv = c.kernels[i];
+                      if (jit && (kv.source_hash.empty() || kv.layers != layers)) return;
+                      apply_choices(c, i, k, layer, target, jit, where(b, kv));
+                    });
   }
   uint64_t v[2];
   return t.memo.find(key, hash, v) ? reinterpret_cast<const Choice*>(static_cast<uintptr_t>(v[0]))
@@ -294,8 +290,7 @@ std::unique_ptr<detail::Entry> make_entry(const KernelState& k, const InternedOp
         continue;
       }
       if (ev.target == key.target) return entry_from(ev, key, hash, false);
-      if (target_warp_size(ev.target) == target_warp_size(key.target) &&
-          target_arch(ev.target) < target_arch(key.target) && ptx_serves(ev.ptx) &&
+      if (older_or_same_target(ev.target, key.target) && ptx_serves(ev.ptx) &&
           (older == nullptr || target_arch(ev.target) > target_arch(older->target))) {
         older = &ev;
         older_bundle = &b;

@@ -12,7 +12,6 @@
 #include "core/errors.h"
 #include "core/registry.h"
 #include "core/target.h"
-#include "cuda/driver.h"
 
 namespace triton_embed::detail {
 
@@ -79,10 +78,7 @@ const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& 
   if (const Choice* c = bundle::bundled_choice(k, t, key, hash, h != nullptr)) return c;
   if (h != nullptr) {
     const Choice* c = h->tune(k, t, f, key, hash);
-    // The target it was tuned for: the explicit one, else the current device's.
-    uint32_t target = explicit_target_code();
-    if (target == 0 && cuda::api().ok) target = target_code(cuda::current_context().arch, 32);
-    note_choice(t, f, key, target, c);
+    note_choice(t, f, key, current_target_code(), c);  // the target it was tuned for
     return c;
   }
   throw_needs_jit(k, "the tuned configuration for this tuning key");

@@ -337,15 +337,12 @@ const CompiledKernel& compile(KernelState* kernel, const InternedOptions* option
   if (TE_UNLIKELY(!k.layers.empty())) {
     return compile_call(kernel, options, positional_call(args, nargs), nullptr);
   }
-  uint32_t target = explicit_target_code();
+  const uint32_t target = current_target_code();
   if (target == 0) {
-    if (!cuda::api().ok) {
-      TE_THROW(NoDeviceError) << "compiling " << full_name(k)
-                              << ": no target: no GPU is usable (" << cuda::api().error
-                              << ") and no explicit target is set. Set TRITON_EMBED_TARGET (e.g. "
-                                 "cuda:90) or call triton_embed::set_target().";
-    }
-    target = target_code(cuda::current_context().arch, 32);
+    TE_THROW(NoDeviceError) << "compiling " << full_name(k)
+                            << ": no target: no GPU is usable (" << cuda::api().error
+                            << ") and no explicit target is set. Set TRITON_EMBED_TARGET (e.g. "
+                               "cuda:90) or call triton_embed::set_target().";
   }
   Bound b;
   bind(k, options, args, nargs, target, b);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "cuda/driver.h"
 
 namespace triton_embed {
 
@@ -111,6 +112,12 @@ std::string target_str(uint32_t code) {
 uint32_t explicit_target_code() {
   read_env_target();
   return g_target.load(std::memory_order_relaxed);
+}
+
+uint32_t current_target_code() {
+  const uint32_t forced = explicit_target_code();
+  if (forced != 0 || !cuda::api().ok) return forced;
+  return target_code(cuda::current_context().arch, 32);
 }
 
 }  // namespace detail

@@ -20,4 +20,15 @@ TE_INTERNAL_API std::string target_str(uint32_t code);
 // 0 when no explicit target is set. Reads TRITON_EMBED_TARGET on first use.
 uint32_t explicit_target_code();
 
+// The explicit target, else the current device's (making device 0's primary context current
+// when none is); 0 when neither is known (no explicit target, no usable driver). Slow paths.
+uint32_t current_target_code();
+
+// Whether code for target `have` can run where `want` is asked for: the same target, or an
+// older architecture of the same warp size (through PTX, or as the same-major cubin rules
+// allow: callers decide which).
+inline bool older_or_same_target(uint32_t have, uint32_t want) {
+  return target_warp_size(have) == target_warp_size(want) && target_arch(have) <= target_arch(want);
+}
+
 }  // namespace triton_embed::detail
