@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "device_buffer.h"
+
 namespace te = triton_embed;
 using namespace triton_embed::literals;
 
@@ -38,24 +40,7 @@ bool have_gpu() {
   return te::cuda_available() && cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-template <class T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  size_t n = 0;
-  explicit DeviceBuffer(size_t count) : n(count) {
-    if (cudaMalloc(reinterpret_cast<void**>(&ptr), count * sizeof(T)) != cudaSuccess) ptr = nullptr;
-    cudaMemset(ptr, 0, count * sizeof(T));
-  }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void upload(const std::vector<T>& h) { cudaMemcpy(ptr, h.data(), n * sizeof(T), cudaMemcpyHostToDevice); }
-  std::vector<T> download() const {
-    std::vector<T> h(n);
-    cudaMemcpy(h.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost);
-    return h;
-  }
-};
+using te_test::DeviceBuffer;
 
 // fp16 bits of a small integer (|v| < 2048): exact.
 uint16_t half_of(int v) {

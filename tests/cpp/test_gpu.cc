@@ -19,6 +19,7 @@
 
 #include "alloc_counter.h"
 #include "test_support.h"
+#include "device_buffer.h"
 
 namespace te = triton_embed;
 namespace py = pybind11;
@@ -27,23 +28,7 @@ namespace py = pybind11;
 
 namespace {
 
-template <class T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  size_t n = 0;
-  explicit DeviceBuffer(size_t count) : n(count) {
-    if (cudaMalloc(reinterpret_cast<void**>(&ptr), count * sizeof(T) + 16) != cudaSuccess) ptr = nullptr;
-    cudaMemset(ptr, 0, count * sizeof(T) + 16);
-  }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  void upload(const std::vector<T>& h) { cudaMemcpy(ptr, h.data(), n * sizeof(T), cudaMemcpyHostToDevice); }
-  std::vector<T> download() const {
-    std::vector<T> h(n);
-    cudaMemcpy(h.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost);
-    return h;
-  }
-};
+using te_test::DeviceBuffer;
 
 uint16_t to_half(float f) {
   uint16_t h = 0;
