@@ -9,18 +9,23 @@
 #   ./dev.sh sanitize  build in $BUILD-asan with ASan+UBSan and run the gtest and pytest
 #                    suites there; build in $BUILD-tsan with TSan and run the thread tests
 #                    (the README's "Sanitizers" section says what runs and what is suppressed)
+#   ./dev.sh versions  build as for test, then run the Triton-sensitive suites (ctest label
+#                    triton_version) under each other supported Triton ($TRITON_VERSIONS,
+#                    default: 3.6.0 3.7.1 3.8.0), each in .venv-triton-X.Y.Z: that Triton over the
+#                    default environment's packages (README: "Supported versions")
 #   ./dev.sh build   only set up and build
 #
 # Python: $PYTHON if set; else python3 when it already has torch (a CUDA build), triton
 # (>= 3.6), pybind11 and pytest (nothing is installed then); else a virtual environment in
-# .venv with torch==2.14.1 (which brings triton 3.8.0). googletest comes from the system (apt's libgtest-dev, installed when
+# .venv with torch==2.15.0 and triton==3.9.0 (the release torch 2.15.0 pins). googletest comes from the system (apt's libgtest-dev, installed when
 # missing and apt is usable). Build directory: $BUILD_DIR (default: build).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BUILD="${BUILD_DIR:-$ROOT/build}"
-TORCH_PIN="${TORCH_PIN:-torch==2.14.1}"
-TRITON_PIN="${TRITON_PIN:-triton==3.8.0}"
+TORCH_PIN="${TORCH_PIN:-torch==2.15.0}"
+TRITON_PIN="${TRITON_PIN:-triton==3.9.0}"
+TRITON_VERSIONS="${TRITON_VERSIONS:-3.6.0 3.7.1 3.8.0}"
 CMD="${1:-}"
 
 log() { printf '\033[1m[dev.sh]\033[0m %s\n' "$*" >&2; }
@@ -50,8 +55,10 @@ setup_python() {
     log "creating $venv with $TORCH_PIN and $TRITON_PIN"
     python3 -m venv "$venv"
     "$venv/bin/python" -m pip install -q --upgrade pip
-    "$venv/bin/python" -m pip install -q "$TORCH_PIN" "$TRITON_PIN" pybind11 pytest numpy \
-      scikit-build-core
+    # PIP_CONSTRAINT=/dev/null: a machine-wide pip constraint file (some images cap torch
+    # below the release we pin) must not pick another torch than the one named here.
+    PIP_CONSTRAINT=/dev/null "$venv/bin/python" -m pip install -q "$TORCH_PIN" "$TRITON_PIN" \
+      pybind11 pytest numpy scikit-build-core
   fi
   PYTHON="$venv/bin/python"
 }
@@ -137,6 +144,23 @@ sanitize_one() {
   fi
 }
 
+# version_env X.Y.Z: prints the Python of .venv-triton-X.Y.Z, made when missing: a venv of the
+# same base interpreter (the library links its libpython) holding only triton==X.Y.Z, whose
+# site-packages come before the default environment's (a .pth file adds those after its own),
+# so torch, pybind11, numpy and pytest are the default environment's and Triton is X.Y.Z.
+version_env() {
+  local v="$1" env="$ROOT/.venv-triton-$v"
+  if ! "$env/bin/python" -c "import sys, triton; sys.exit(triton.__version__ != '$v')" 2>/dev/null; then
+    log "creating $env with triton==$v"
+    rm -rf "$env"
+    "$PYTHON" -m venv "$env" >&2
+    PIP_CONSTRAINT=/dev/null "$env/bin/python" -m pip install -q --no-deps "triton==$v" >&2
+    "$PYTHON" -c 'import site; print("\n".join(site.getsitepackages()))' \
+      >"$("$env/bin/python" -c 'import site; print(site.getsitepackages()[0])')/te_default_env.pth"
+  fi
+  echo "$env/bin/python"
+}
+
 case "$CMD" in
   demo)
     build
@@ -155,11 +179,20 @@ case "$CMD" in
     sanitize_one "$BUILD-asan" address,undefined
     sanitize_one "$BUILD-tsan" thread -L threads
     ;;
+  versions)
+    build
+    for v in $TRITON_VERSIONS; do
+      py="$(version_env "$v")"
+      log "running the Triton-sensitive tests with triton $v ($py)"
+      TRITON_EMBED_PYTHON="$py" TE_EXPECT_TRITON="$v" "$CTEST" --test-dir "$BUILD" --output-on-failure -j "$(nproc)" \
+        -L triton_version
+    done
+    ;;
   build)
     build
     ;;
   *)
-    echo "usage: $0 demo|test|sanitize|build" >&2
+    echo "usage: $0 demo|test|sanitize|versions|build" >&2
     exit 2
     ;;
 esac

@@ -6,6 +6,7 @@
 
 #include "core/arg_format.h"
 #include "core/errors.h"
+#include "core/triton_versions.h"
 #include "cuda/driver.h"
 #include "triton_embed/detail/testing.h"
 
@@ -194,8 +195,8 @@ uint32_t check_fields(const KernelState& k, uint32_t param, const TensorDescript
       << arg_where(k, param) << ": NaN padding needs a floating-point element type, got "
       << dtype_name(t);
   if (d.round_f32_to_tf32()) {
-    TE_CHECK(k.triton_version >= 308, NotSupportedError)
-        << arg_where(k, param) << ": round_f32_to_tf32 needs Triton 3.8 or newer (installed: "
+    TE_CHECK(triton_versions::descriptor_round_f32_to_tf32(k.triton_version), NotSupportedError)
+        << arg_where(k, param) << ": round_f32_to_tf32 needs Triton 3.7 or newer (installed: "
         << k.triton_version / 100 << "." << k.triton_version % 100 << ")";
     TE_CHECK(t == DType::fp32, ValueError)
         << arg_where(k, param) << ": round_f32_to_tf32 needs an fp32 tensor, got "
@@ -219,7 +220,7 @@ std::string descriptor_type_name(DType dtype, uint32_t count) {
 uint32_t descriptor_param_count(const TmaMeta& meta, int rank, int triton_version) {
   const uint32_t r = static_cast<uint32_t>(rank);
   if (meta.present) return 1 + 2 * r;
-  return 1 + 2 * r + (triton_version >= 308 ? 2u : 1u) + 2 * r;
+  return 1 + 2 * r + triton_versions::descriptor_flag_params(triton_version) + 2 * r;
 }
 
 namespace {
@@ -335,7 +336,7 @@ uint32_t pack_descriptor(const KernelState& k, uint32_t param, const TensorDescr
     params[n++] = map->bytes;
   } else {
     // Triton's decompose_descriptor: base, shape, strides, padding == "nan",
-    // (3.8: round_f32_to_tf32), then the shape and strides once more.
+    // (3.7: round_f32_to_tf32), then the shape and strides once more.
     slots[n] = d.base();
     params[n] = &slots[n];
     ++n;
@@ -350,16 +351,17 @@ uint32_t pack_descriptor(const KernelState& k, uint32_t param, const TensorDescr
     slots[n] = d.padding() == Padding::kNan ? 1 : 0;
     params[n] = &slots[n];
     ++n;
-    if (triton_version >= 308) {
+    if (triton_versions::descriptor_round_f32_to_tf32(triton_version)) {
       slots[n] = d.round_f32_to_tf32() ? 1 : 0;
       params[n] = &slots[n];
       ++n;
     }
   }
   // The shape (i32) and strides (i64) Triton appends; 3.6 appends the fp4-doubled shape.
+  const bool doubled = triton_versions::fp4_padded_shape_doubled(triton_version);
   for (int i = 0; i < rank; ++i, ++n) {
     int64_t dim = d.shape()[i];
-    if (meta.present && meta.fp4_padded && triton_version < 308 && i == rank - 1) dim *= 2;
+    if (meta.present && meta.fp4_padded && doubled && i == rank - 1) dim *= 2;
     slots[n] = static_cast<uint64_t>(static_cast<uint32_t>(static_cast<int32_t>(dim)));
     params[n] = &slots[n];
   }

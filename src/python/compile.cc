@@ -11,6 +11,7 @@
 #include "core/compiled_kernel.h"
 #include "core/errors.h"
 #include "core/target.h"
+#include "core/triton_versions.h"
 #include "python/convert.h"
 #include "python/interpreter.h"
 #include "python/jit_layer.h"
@@ -119,8 +120,7 @@ std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, 
     TE_THROW(PythonError) << full_name(k) << ": reading Triton's compile result failed:\n"
                           << py::format_exception(err);
   }
-  e->oversized_shared_mode =
-      py::triton_major() > 3 || (py::triton_major() == 3 && py::triton_minor() >= 8);
+  e->oversized_shared_mode = triton_versions::oversized_shared_memory(k.triton_version);
   e->triton_version = k.triton_version;
   try {
     for (pyb::handle m : r["tensordesc_meta"].cast<pyb::list>()) {

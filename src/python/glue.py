@@ -18,6 +18,15 @@ class KernelNotFound(Exception):
     """The module or the kernel does not exist."""
 
 
+class KernelNotSupported(Exception):
+    """The kernel has a parameter triton_embed cannot bind as the installed Triton does."""
+
+
+# What differs in the installed Triton, from src/core/triton_versions.h (configure() sets it
+# once, at start-up): glue.py asks these, never a version number or an attribute's presence.
+_facts = {}
+
+
 def setup():
     import triton
 
@@ -25,6 +34,31 @@ def setup():
     major = int(parts[0])
     minor = int("".join(ch for ch in parts[1] if ch.isdigit()) or 0)
     return triton.__version__, sys.version.split()[0], sys.executable, major, minor
+
+
+def configure(facts):
+    _facts.update(facts)
+
+
+def _knob(path):
+    from triton import knobs
+
+    value = knobs
+    for part in path.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def run_options(fn, options):
+    """The options JITFunction.run gives the backend for a call with these launch options:
+    the call's, the kernel's debug flag and the options it sets from knobs."""
+    from triton import knobs
+
+    kwargs = dict(options)
+    kwargs["debug"] = kwargs.get("debug", fn.debug) or knobs.runtime.debug
+    for option, knob in _facts["run_knobs"]:
+        kwargs[option] = _knob(knob)
+    return kwargs
 
 
 def format_exception(exc):
@@ -94,6 +128,20 @@ def load_kernel(module_name, attr):
             )
         fn = fn.fn
 
+    import inspect
+
+    for p in fn.params:
+        kind = p._param.kind
+        if kind == inspect.Parameter.VAR_POSITIONAL and _facts["var_positional_collects"]:
+            raise KernelNotSupported(
+                "parameter '*%s' collects extra positional arguments into a tuple, which "
+                "triton_embed does not bind; make it a plain parameter and pass a tuple" % p.name
+            )
+        if kind == inspect.Parameter.KEYWORD_ONLY and _facts["keyword_only_enforced"]:
+            raise KernelNotSupported(
+                "parameter '%s' is keyword-only, which triton_embed does not enforce; make it "
+                "a positional-or-keyword parameter (it can still be passed by name)" % p.name
+            )
     params = []
     for p in fn.params:
         has_default = p.has_default
@@ -133,12 +181,19 @@ def describe(fn, specialization):
     return "%s(%s)" % (fn.__name__, ", ".join(parts))
 
 
+def _option_fields(backend):
+    """The fields of the backend's options dataclass, read off the class: parse_options({})
+    would build one, which Triton 3.9 takes as a compile that leaves FP fusion to its default
+    and warns about, once per process, so a user's own compile would then not warn."""
+    return importlib.import_module(type(backend).__module__).CUDAOptions.__dataclass_fields__
+
+
 def option_names(arch, warp_size):
     from triton.backends.compiler import GPUTarget
     from triton.compiler.compiler import make_backend
 
     backend = make_backend(GPUTarget("cuda", arch, warp_size))
-    return sorted(type(backend.parse_options({})).__dataclass_fields__)
+    return sorted(_option_fields(backend))
 
 
 def compile(fn, bound_args, specialization, options, arch, warp_size):
@@ -147,7 +202,6 @@ def compile(fn, bound_args, specialization, options, arch, warp_size):
     compile_count += 1
 
     import triton
-    from triton import knobs
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from triton.compiler.compiler import make_backend
@@ -155,7 +209,7 @@ def compile(fn, bound_args, specialization, options, arch, warp_size):
     target = GPUTarget("cuda", arch, warp_size)
     backend = make_backend(target)
 
-    known = type(backend.parse_options({})).__dataclass_fields__
+    known = _option_fields(backend)
     unknown = [k for k in options if k not in known]
     if unknown:
         raise ValueError(
@@ -164,11 +218,7 @@ def compile(fn, bound_args, specialization, options, arch, warp_size):
                ", ".join(sorted(known)))
         )
 
-    # The keyword arguments JITFunction.run passes to the backend.
-    kwargs = dict(options)
-    kwargs["debug"] = kwargs.get("debug", fn.debug) or knobs.runtime.debug
-    kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
-
+    kwargs = run_options(fn, options)
     names = [p.name for p in fn.params]
     bound = dict(zip(names, bound_args))
     opts, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, specialization, None)
@@ -194,13 +244,12 @@ def compile(fn, bound_args, specialization, options, arch, warp_size):
     # did not lower it to TMA, base, shape, strides and flags), then the shape and strides.
     metas = list(getattr(md, "tensordesc_meta", None) or [])
     descs = [s for s in signature.values() if isinstance(s, str) and s.startswith("tensordesc")]
-    version = tuple(int("".join(c for c in p if c.isdigit()) or 0) for p in triton.__version__.split(".")[:2])
     desc_meta = []
     for i, s in enumerate(descs):
         rank = s[s.index("[") : s.index("]")].count(",") + 1
         meta = metas[i] if metas else None
         if meta is None:
-            flat_params += 2 * rank + (2 if version >= (3, 8) else 1) + 2 * rank
+            flat_params += 2 * rank + _facts["descriptor_flag_params"] + 2 * rank
             desc_meta.append(None)
         else:
             flat_params += 2 * rank
@@ -278,7 +327,8 @@ def interpret(jit_fn, args, grid):
     saved_call = JITFunction.__call__
     saved_patch = interpreter._patch_lang_tensor
     JITFunction.__call__ = _interpreted_call
-    interpreter._patch_lang_tensor = _patch_lang_tensor_with_index(saved_patch)
+    if _facts["interpreter_index_via_int"]:
+        interpreter._patch_lang_tensor = _patch_lang_tensor_with_index(saved_patch)
     try:
         fn[tuple(grid)](*args)
     finally:
@@ -289,7 +339,7 @@ def interpret(jit_fn, args, grid):
 def _patch_lang_tensor_with_index(patch):
     """Triton 3.6's interpreter turns a scalar into a Python int with int() on a 1-element
     array, which numpy 2.3 rejects (a runtime loop bound such as range(0, n, BLOCK) fails);
-    Triton 3.8 takes the element. Convert as 3.8 does, on every version."""
+    Triton 3.7 takes the element. Convert as 3.7 does."""
 
     def patched(tensor, scope):
         patch(tensor, scope)  # records the original attributes for the scope to restore
@@ -537,7 +587,7 @@ def tune(tuner, args, kwargs, progress):
         used_cached_result = False
         pruned_configs = tuner.prune_configs(kwargs)
         timings_out = []
-        new_listener = hasattr(knobs.autotuning, "listener")  # Triton >= 3.8
+        new_listener = _facts["autotune_listener"]
 
         if new_listener and len(pruned_configs) == 1:
             tuner.cache[key] = pruned_configs[0]

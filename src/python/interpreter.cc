@@ -13,6 +13,7 @@
 
 #include "core/errors.h"
 #include "core/registry.h"
+#include "core/triton_versions.h"
 #include "python/jit_layer.h"
 
 namespace triton_embed::detail {
@@ -159,6 +160,24 @@ void embedded_atexit() {
   PyGILState_Release(g);
 }
 
+// What glue.py needs of core/triton_versions.h for the installed Triton (its only source of
+// version facts).
+pyb::dict python_facts(int version) {
+  namespace tv = triton_versions;
+  pyb::list knobs;
+  for (const tv::RunKnob& r : tv::kRunKnobs) {
+    if (version >= r.since) knobs.append(pyb::make_tuple(r.option, r.knob));
+  }
+  pyb::dict facts;
+  facts["run_knobs"] = knobs;
+  facts["descriptor_flag_params"] = tv::descriptor_flag_params(version);
+  facts["autotune_listener"] = tv::autotune_listener(version);
+  facts["interpreter_index_via_int"] = tv::interpreter_index_via_int(version);
+  facts["var_positional_collects"] = tv::var_positional_collects(version);
+  facts["keyword_only_enforced"] = tv::keyword_only_enforced(version);
+  return facts;
+}
+
 // Imports Triton and the glue; GIL held.
 void setup(const std::vector<std::string>& paths) {
   State& s = state();
@@ -182,10 +201,14 @@ void setup(const std::vector<std::string>& paths) {
   s.python_exe = info[2].cast<std::string>();
   s.triton_major = info[3].cast<int>();
   s.triton_minor = info[4].cast<int>();
-  if (s.triton_major < 3 || (s.triton_major == 3 && s.triton_minor < 6)) {
-    throw PythonError("triton_embed needs Triton 3.6 or newer; the Python environment has Triton " +
-                      s.triton_version + " (" + s.python_exe + ")");
+  const int version = s.triton_major * 100 + s.triton_minor;
+  if (version < triton_versions::kOldest) {
+    throw PythonError("triton_embed needs Triton " + std::to_string(triton_versions::kOldest / 100) +
+                      "." + std::to_string(triton_versions::kOldest % 100) +
+                      " or newer; the Python environment has Triton " + s.triton_version + " (" +
+                      s.python_exe + ")");
   }
+  glue_mod.attr("configure")(python_facts(version));
   s.glue = glue_mod.release().ptr();
 }
 

@@ -163,6 +163,10 @@ KernelState* python_load_kernel(std::string_view module_sv, std::string_view nam
                               << pyb::str(e.value()).cast<std::string>()
                               << (cause.empty() ? "" : "\n" + cause);
       }
+      if (type == "KernelNotSupported") {
+        TE_THROW(NotSupportedError) << "cannot load kernel " << module << "." << name << ": "
+                                    << pyb::str(e.value()).cast<std::string>();
+      }
       if (type == "TypeError") {
         TE_THROW(TypeError) << "cannot load kernel " << module << "." << name << ": "
                             << pyb::str(e.value()).cast<std::string>();

@@ -24,14 +24,28 @@ function(normalise var text)
   set(${var} "${text}" PARENT_SCOPE)
 endfunction()
 
-# run(<expected status> <expected output> <args>...)
+# run(<expected status> <expected output> <args>...): the tool's output, stdout and then what it
+# wrote to stderr itself, must be <expected output>. The tool's own stderr starts at its first
+# line that starts with "triton-embed-bundle: " (a message, then perhaps the usage); what comes
+# before it is what the installed Triton printed while compiling (warnings, whose text is
+# Triton's), which is left out.
 function(run expect_rc expect_out)
   execute_process(COMMAND "${TOOL}" ${ARGN} WORKING_DIRECTORY "${WORK_DIR}"
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  normalise(got "${out}${err}")
+  set(ours "")
+  if(err MATCHES "^triton-embed-bundle: ")
+    set(ours "${err}")
+  else()
+    string(FIND "${err}" "\ntriton-embed-bundle: " at)
+    if(at GREATER -1)
+      math(EXPR at "${at} + 1")
+      string(SUBSTRING "${err}" ${at} -1 ours)
+    endif()
+  endif()
+  normalise(got "${out}${ours}")
   if(NOT "${rc}" STREQUAL "${expect_rc}" OR NOT "${got}" STREQUAL "${expect_out}")
     message(FATAL_ERROR "triton-embed-bundle ${ARGN}: exit status ${rc} (expected ${expect_rc}), "
-                        "output:\n${got}\nexpected:\n${expect_out}")
+                        "output:\n${got}\nexpected:\n${expect_out}\nstderr:\n${err}")
   endif()
 endfunction()
 

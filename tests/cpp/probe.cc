@@ -17,8 +17,9 @@ int main() {
     auto* p = reinterpret_cast<float*>(0x1000);
     const te::CompiledKernel& k = g_add->compile(p, p, p, 4096, 1024);
     const te::RuntimeInfo info = te::runtime_info();
-    std::printf("embedded=%d python=%s executable=%s hash=%s\n", info.embedded ? 1 : 0,
-                info.python_version.c_str(), info.python_executable.c_str(), k.hash().c_str());
+    std::printf("embedded=%d python=%s executable=%s triton=%s hash=%s\n", info.embedded ? 1 : 0,
+                info.python_version.c_str(), info.python_executable.c_str(),
+                info.triton_version.c_str(), k.hash().c_str());
     std::printf("done\n");
     return 0;
   } catch (const te::Error& e) {

@@ -362,6 +362,60 @@ TEST_F(Autotune, ThreadsRacingOnOneHeuristicsKey) {
 
 // ---- autotune -------------------------------------------------------------------------------
 
+// cache_results: the disk-cache entry Triton's Autotuner writes when C++ tunes is the one
+// Python's Autotuner reads for the same call, and the other way round (same key, configs and
+// Config strings as the installed Triton makes them), in a fresh TRITON_CACHE_DIR. Python's
+// side runs Autotuner.run with warmup=True through FakeDriver: it tunes, then compiles the
+// choice without a launch.
+TEST_F(Autotune, CacheResultsOnDiskAreSharedWithPython) {
+  te::JitFunction cached("te_tune_kernels", "fake_cached_kernel");
+  py_exec(
+      "import os, tempfile\n"
+      "from triton.runtime.driver import driver as _drv\n"
+      "from te_helpers import FakeDriver, P\n"
+      "_te_cache_saved = os.environ.get('TRITON_CACHE_DIR')\n"
+      "_te_cache_tmp = tempfile.TemporaryDirectory()\n"
+      "os.environ['TRITON_CACHE_DIR'] = _te_cache_tmp.name\n"
+      "_te_drv_saved = _drv._active\n"
+      "_drv.set_active(FakeDriver())\n"
+      "_tk = te_tune_kernels.fake_cached_kernel\n"
+      "def _te_python_tunes(n):\n"
+      "    te_tune_kernels.FAKE_BENCH_CALLS.clear()\n"
+      "    _tk.cache.clear()\n"
+      "    _tk.run(P(0x10000), P(0x20000), n, grid=(1,), warmup=True)\n"
+      "    return list(te_tune_kernels.FAKE_BENCH_CALLS), str(_tk.cache[(n, 'torch.float32', 'torch.float32')])\n");
+  struct Restore {
+    ~Restore() {
+      py_exec(
+          "_drv._active = _te_drv_saved\n"
+          "if _te_cache_saved is None: os.environ.pop('TRITON_CACHE_DIR', None)\n"
+          "else: os.environ['TRITON_CACHE_DIR'] = _te_cache_saved\n"
+          "_te_cache_tmp.cleanup()\n");
+    }
+  } restore;
+  const std::string best = te_test::str_of("_tk.configs[1]");  // fake timings: BLOCK 128
+
+  // C++ tunes first (benchmarks, writes the entry); Python then reads it without benchmarking.
+  py_exec("te_tune_kernels.FAKE_BENCH_CALLS.clear()\n_tk.cache.clear()");
+  cached.compile(at<float>(0x10000), at<float>(0x20000), 1000);
+  const te::TuningResult* r = cached.tuning_result(at<float>(0x10000), at<float>(0x20000), 1000);
+  ASSERT_NE(r, nullptr);
+  EXPECT_FALSE(r->from_cache);
+  EXPECT_EQ(r->best.str, best);
+  EXPECT_EQ(py_repr("te_tune_kernels.FAKE_BENCH_CALLS"), "[64, 128, 256]");
+  EXPECT_EQ(py_repr("_te_python_tunes(1000)"), "([], '" + best + "')");
+
+  // Python tunes first; C++ then reads its entry without benchmarking.
+  EXPECT_EQ(py_repr("_te_python_tunes(2000)"), "([64, 128, 256], '" + best + "')");
+  py_exec("te_tune_kernels.FAKE_BENCH_CALLS.clear()\n_tk.cache.clear()");
+  cached.compile(at<float>(0x10000), at<float>(0x20000), 2000);
+  r = cached.tuning_result(at<float>(0x10000), at<float>(0x20000), 2000);
+  ASSERT_NE(r, nullptr);
+  EXPECT_TRUE(r->from_cache);
+  EXPECT_EQ(r->best.str, best);
+  EXPECT_EQ(py_repr("te_tune_kernels.FAKE_BENCH_CALLS"), "[]");
+}
+
 TEST_F(Autotune, TunesAsPythonsAutotunerAndRemembers) {
   te::JitFunction tuned("te_tune_kernels", "fake_tuned_kernel");
   py_exec("te_tune_kernels.FAKE_BENCH_CALLS.clear()\nte_tune_kernels.fake_tuned_kernel.cache.clear()");
@@ -376,12 +430,14 @@ TEST_F(Autotune, TunesAsPythonsAutotunerAndRemembers) {
   const te::TuningResult* r = tuned.tuning_result(at<float>(0x10000), at<float>(0x20000), 1000);
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->key, "(1000, 'torch.float32', 'torch.float32')");
-  EXPECT_EQ(r->best.str, "BLOCK: 128, num_warps: 4, num_ctas: 1, num_stages: 3, maxnreg: None");
+  EXPECT_EQ(r->best.str, te_test::str_of("te_tune_kernels.fake_tuned_kernel.configs[1]"));
+  EXPECT_EQ(te_test::str_of("te_tune_kernels.fake_tuned_kernel.configs[1].kwargs"), "{'BLOCK': 128}");
   ASSERT_EQ(r->best.kwargs.size(), 1u);
   EXPECT_EQ(r->best.kwargs[0].first, "BLOCK");
   EXPECT_EQ(r->best.kwargs[0].second, "128");
   ASSERT_EQ(r->timings.size(), 3u);
-  EXPECT_EQ(r->timings[0].config.str, "BLOCK: 64, num_warps: 2, num_ctas: 1, num_stages: 3, maxnreg: None");
+  EXPECT_EQ(r->timings[0].config.str, te_test::str_of("te_tune_kernels.fake_tuned_kernel.configs[0]"));
+  EXPECT_EQ(r->timings[0].config.num_warps, 2);
   EXPECT_DOUBLE_EQ(r->timings[0].ms[0], 3.0);
   EXPECT_FALSE(r->from_cache);
 

@@ -11,6 +11,7 @@
 #include <triton_embed/detail/testing.h>
 
 #include "alloc_counter.h"
+#include "core/triton_versions.h"
 #include "test_support.h"
 
 namespace te = triton_embed;
@@ -379,6 +380,161 @@ TEST_F(Compile, HotPathDoesNotAllocate) {
   }
   EXPECT_EQ(count.count(), 0u);
   EXPECT_EQ(hits, 3000);
+}
+
+
+// ---- What differs between Triton versions (core/triton_versions.h) ----------------------------
+
+// The keyword arguments our compile gives Triton's backend are those JITFunction.run gives it
+// for the same call: a knob that a new Triton reads in run() and we do not shows up here.
+TEST_F(Compile, GivesTheBackendWhatJitFunctionRunGives) {
+  te::JitFunction knob("te_compile_kernels", "knob_kernel");
+  te::JitFunction knob8 = knob.with_options(te::Options().num_warps(8));
+  for (const bool options : {false, true}) {
+    te_test::Gil gil;
+    py::object rec = py::module_::import("te_helpers").attr("RunKwargs")();
+    rec.attr("__enter__")();
+    const int block = options ? 4096 : 8192;  // compiled by this test only
+    try {
+      (options ? knob8 : knob).compile(at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 100, block);
+      py::module_::import("te_helpers")
+          .attr("warmup_hashes")("te_compile_kernels", "knob_kernel",
+                                 te_test::eval("(P(0x10000), P(0x20000), P(0x30000), 100, " +
+                                               std::to_string(block) + ")"),
+                                 te_test::eval(options ? "{'num_warps': 8}" : "{}"));
+    } catch (...) {
+      rec.attr("__exit__")(py::none(), py::none(), py::none());
+      throw;
+    }
+    rec.attr("__exit__")(py::none(), py::none(), py::none());
+    py::list calls = rec.attr("calls");
+    ASSERT_EQ(calls.size(), 2u) << "each side compiles once";
+    EXPECT_EQ(te_test::repr(calls[0]), te_test::repr(calls[1]))
+        << "ours first, JITFunction.run's second";
+  }
+}
+
+// Every environment variable that changes a compile's options, unset and set both ways: the
+// kernel C++ compiles is the one Python compiles in the same environment, and setting it to 0
+// or 1 gives different kernels (FP fusion on and off included, so Triton 3.10's flip of its
+// default changes nothing between C++ and Python).
+TEST_F(Compile, HashMatchesPythonUnderEachOptionEnvironmentVariable) {
+  namespace tv = te::detail::triton_versions;
+  te::JitFunction knob("te_compile_kernels", "knob_kernel");
+  int version = 0;
+  {
+    te_test::Gil gil;
+    te_test::exec("import os\nimport triton as _t\n_v = _t.__version__.split('.')\n"
+                  "_te_version = int(_v[0]) * 100 + int(''.join(c for c in _v[1] if c.isdigit()))");
+    version = te_test::eval("_te_version").cast<int>();
+  }
+  // Sets the variable (setting -1: unset, else 0 or 1), or its knob where Triton reads the
+  // variable once, at import.
+  auto set = [](const tv::OptionEnv& env, int setting) {
+    te_test::Gil gil;
+    const std::string name = env.name;
+    if (env.read_at_import) {
+      const std::string knob = std::string("_t.knobs.") + env.knob;
+      te_test::exec("if '_te_saved' not in globals(): _te_saved = " + knob + "\n" + knob + " = " +
+                    (setting < 0 ? std::string("_te_saved") : setting ? "True" : "False"));
+    } else {
+      te_test::exec("os.environ.pop('" + name + "', None)\n" +
+                    (setting < 0 ? std::string()
+                                 : "os.environ['" + name + "'] = '" + env.values[setting] + "'\n"));
+    }
+  };
+  auto unset = [&](const tv::OptionEnv& env) {
+    set(env, -1);
+    te_test::Gil gil;
+    te_test::exec("globals().pop('_te_saved', None)");
+  };
+  // Python's hash for this specialisation in this environment, compiled by a JITFunction with
+  // fresh caches (the environment is not part of the cache key, in Python's cache or ours).
+  auto python_fresh = [&](const tv::OptionEnv& env, int setting, const std::string& args) {
+    set(env, setting);
+    te_test::Gil gil;
+    return py::module_::import("te_helpers")
+        .attr("warmup_hashes")("te_compile_kernels", "knob_kernel", te_test::eval(args), py::dict(), 90, true)
+        .cast<std::string>();
+  };
+  // Each round's C++ compile is of a specialisation no other round compiles: BLOCK and the
+  // element type vary.
+  int round = 0;
+  for (const tv::OptionEnv& env : tv::kOptionEnvs) {
+    if (version < env.since) continue;
+    for (int setting = -1; setting <= 1; ++setting) {
+      ASSERT_LT(round, 24) << "add another varying argument";
+      const int block = 16 << (round % 8);
+      const int width = round / 8;  // fp32, fp16, bf16
+      ++round;
+      const std::string dtype = width == 0 ? "'float32'" : width == 1 ? "'float16'" : "'bfloat16'";
+      const std::string args = "(P(0x10000, " + dtype + "), P(0x20000, " + dtype + "), P(0x30000, " +
+                               dtype + "), 100, " + std::to_string(block) + ")";
+      const te::DType t = width == 0 ? te::DType::fp32 : width == 1 ? te::DType::fp16 : te::DType::bf16;
+      set(env, setting);
+      const std::string ours =
+          knob.compile(te::Pointer(0x10000, t), te::Pointer(0x20000, t), te::Pointer(0x30000, t), 100, block)
+              .hash();
+      const std::string what =
+          std::string(env.name) + (setting < 0 ? std::string(" unset") : "=" + std::string(env.values[setting]));
+      EXPECT_EQ(ours, python_fresh(env, setting, args)) << what;
+      if (setting >= 0) {
+        // The variable takes effect: the other setting compiles another kernel.
+        EXPECT_NE(ours, python_fresh(env, 1 - setting, args)) << what;
+      }
+      unset(env);
+    }
+  }
+  EXPECT_GE(round, 12);  // four variables on every version
+}
+
+
+// Parameters the installed Triton binds otherwise than by position or name are refused when the
+// kernel is loaded. Where Triton's binder takes them as ordinary parameters (before 3.8 and 3.9),
+// its code generator does not know them: neither Python nor C++ compiles such a kernel.
+TEST_F(Compile, ParameterKindsTritonBindsOtherwiseAreRefused) {
+  namespace tv = te::detail::triton_versions;
+  int version = 0;
+  {
+    te_test::Gil gil;
+    te_test::exec("import triton as _t\n_v = _t.__version__.split('.')\n"
+                  "_te_version = int(_v[0]) * 100 + int(''.join(c for c in _v[1] if c.isdigit()))");
+    version = te_test::eval("_te_version").cast<int>();
+  }
+  if (tv::var_positional_collects(version)) {
+    try {
+      te::JitFunction star("te_param_kinds", "star_kernel");
+      FAIL() << "expected NotSupportedError";
+    } catch (const te::NotSupportedError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "cannot load kernel te_param_kinds.star_kernel: parameter '*rest' collects extra "
+                "positional arguments into a tuple, which triton_embed does not bind; make it a "
+                "plain parameter and pass a tuple");
+    }
+  } else {
+    // An ordinary parameter to the binder, which Triton's code generator does not know either:
+    // neither side compiles the kernel.
+    te::JitFunction star("te_param_kinds", "star_kernel");
+    EXPECT_THROW(star.compile(at<float>(0x10000), std::make_tuple(3, 4)), te::CompileError);
+    EXPECT_THROW(python_hash("te_param_kinds", "star_kernel", "(P(0x10000, 'float32'), (3, 4))"),
+                 py::error_already_set);
+  }
+  if (tv::keyword_only_enforced(version)) {
+    try {
+      te::JitFunction kw("te_param_kinds", "keyword_only_kernel");
+      FAIL() << "expected NotSupportedError";
+    } catch (const te::NotSupportedError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "cannot load kernel te_param_kinds.keyword_only_kernel: parameter 'n' is "
+                "keyword-only, which triton_embed does not enforce; make it a "
+                "positional-or-keyword parameter (it can still be passed by name)");
+    }
+  } else {
+    te::JitFunction kw("te_param_kinds", "keyword_only_kernel");
+    EXPECT_THROW(kw.compile(at<float>(0x10000), 7), te::CompileError);
+    EXPECT_THROW(python_hash("te_param_kinds", "keyword_only_kernel", "(P(0x10000, 'float32'), 7)"),
+                 py::error_already_set);
+  }
 }
 
 }  // namespace

@@ -55,5 +55,11 @@ inline void install_python_helpers() {
 inline py::object steal(void* p) { return py::reinterpret_steal<py::object>(static_cast<PyObject*>(p)); }
 
 inline std::string repr(py::handle h) { return py::repr(h).cast<std::string>(); }
+// str() of a Python expression's value, e.g. of a triton.Config: what Triton prints for it in
+// the installed version (tests compare with it rather than with a version's text).
+inline std::string str_of(const std::string& expr) {
+  Gil gil;
+  return py::str(eval(expr)).cast<std::string>();
+}
 
 }  // namespace te_test

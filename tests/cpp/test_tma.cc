@@ -12,6 +12,7 @@
 
 #include <triton_embed/detail/testing.h>
 
+#include "core/triton_versions.h"
 #include "test_support.h"
 
 #ifdef TE_HAVE_CUDART
@@ -24,10 +25,13 @@ namespace py = pybind11;
 
 namespace {
 
-bool triton_38() {
+// Whether the installed Triton has round_f32_to_tf32 and the flag that passes it
+// (core/triton_versions.h).
+bool has_tf32_rounding() {
   te_test::Gil gil;
   const std::string v = py::module_::import("triton").attr("__version__").cast<std::string>();
-  return v.rfind("3.6", 0) != 0 && v.rfind("3.7", 0) != 0;
+  const int version = std::stoi(v.substr(0, v.find('.'))) * 100 + std::stoi(v.substr(v.find('.') + 1));
+  return te::detail::triton_versions::descriptor_round_f32_to_tf32(version);
 }
 
 class Tma : public ::testing::Test {
@@ -154,18 +158,18 @@ TEST_F(Tma, DeviceMadeDescriptorsCompileAsPythonsAndAskForScratch) {
   EXPECT_EQ(k.global_scratch_align(), 128u);
 }
 
-TEST_F(Tma, RoundF32ToTf32NeedsTriton38) {
+TEST_F(Tma, RoundF32ToTf32NeedsTriton37) {
   te::JitFunction copy2("te_tma_kernels", "tma_copy_2d");
   te::TensorDescriptor src(uint64_t{0x10000}, te::DType::fp32, {64, 64}, {64, 1}, {16, 32}, te::Padding::kZero, true);
   auto dst = D(0x20000, te::DType::fp32, {64, 64}, {64, 1}, {16, 32});
-  if (!triton_38()) {
+  if (!has_tf32_rounding()) {
     try {
       copy2.compile(src, dst, 16, 32);
       FAIL() << "expected NotSupportedError";
     } catch (const te::NotSupportedError& e) {
       EXPECT_EQ(std::string(e.what()),
                 "tma_copy_2d(src, dst, BLOCK_M, BLOCK_N): argument #0 'src': round_f32_to_tf32 needs "
-                "Triton 3.8 or newer (installed: 3.6)");
+                "Triton 3.7 or newer (installed: 3.6)");
     }
     return;
   }
@@ -307,7 +311,7 @@ TEST_F(Tma, Fp32Tf32AndIntegerElementTypesOnEncoding) {
   auto f = D(0x10000, te::DType::fp32, {4096}, {1}, {256});
   tt::dry_run(copy1, slots, f, f, 256);
   EXPECT_EQ(g_last_call.data_type, 7);  // CU_TENSOR_MAP_DATA_TYPE_FLOAT32
-  if (triton_38()) {
+  if (has_tf32_rounding()) {
     f.set_round_f32_to_tf32(true);
     tt::dry_run(copy1, slots, f, f, 256);
     EXPECT_EQ(g_last_call.data_type, 11);  // CU_TENSOR_MAP_DATA_TYPE_TFLOAT32
@@ -328,7 +332,7 @@ TEST_F(Tma, WithoutDriverTheEncodingRaisesNoDeviceError) {
 
 TEST_F(Tma, WithoutTmaTritonPassesBaseShapeStridesAndFlags) {
   // Before sm_90 Triton does not lower descriptors to TMA: its launcher passes base, shape
-  // and strides (i64), padding == "nan" (and in 3.8 round_f32_to_tf32), then shape (i32) and
+  // and strides (i64), padding == "nan" (and from 3.7 round_f32_to_tf32), then shape (i32) and
   // strides (i64) again.
   te::set_target(te::Target::parse("cuda:80"));
   te::JitFunction copy2("te_tma_kernels", "tma_copy_2d");
@@ -337,8 +341,8 @@ TEST_F(Tma, WithoutTmaTritonPassesBaseShapeStridesAndFlags) {
   const auto& k = copy2.compile(src, dst, 16, 32);
   EXPECT_EQ(k.hash(), python_hash("tma_copy_2d", "(desc(0x10000, 'float16', [100, 48], [48, 1], [16, 32], 'nan'), "
                                                  "desc(0x20000, 'float16', [64, 64], [64, 1], [16, 32]), 16, 32)", 80));
-  const bool v38 = triton_38();
-  const int per = v38 ? 11 : 10;
+  const bool v37 = has_tf32_rounding();
+  const int per = v37 ? 11 : 10;
   EXPECT_EQ(k.num_kernel_params(), 2 * per + 2);
   EXPECT_EQ(ptx_params(k), static_cast<size_t>(2 * per + 2));
   uint64_t slots[64];
@@ -346,10 +350,10 @@ TEST_F(Tma, WithoutTmaTritonPassesBaseShapeStridesAndFlags) {
   ASSERT_EQ(tt::dry_run(copy2, slots, src, dst, 16, 32), 2 * per);
   EXPECT_EQ(tt::tensor_map_encodes(), before);
   std::vector<uint64_t> expect = {0x10000, 100, 48, 48, 1, 1};
-  if (v38) expect.push_back(0);
+  if (v37) expect.push_back(0);
   for (uint64_t v : {100, 48, 48, 1}) expect.push_back(v);
   for (uint64_t v : {0x20000, 64, 64, 64, 1, 0}) expect.push_back(v);
-  if (v38) expect.push_back(0);
+  if (v37) expect.push_back(0);
   for (uint64_t v : {64, 64, 64, 1}) expect.push_back(v);
   EXPECT_EQ(std::vector<uint64_t>(slots, slots + 2 * per), expect);
 }
@@ -391,7 +395,7 @@ TEST_F(Tma, EveryCheckRaisesItsError) {
             at + "NaN padding needs a floating-point element type, got i8");
   EXPECT_EQ(error_of<te::TypeError>(copy2, D(0x10000, te::DType::invalid, {64, 64}, {64, 1}, {16, 32}), ok, 16, 32),
             at + "the tensor descriptor has no element type; pass a DType");
-  if (triton_38()) {
+  if (has_tf32_rounding()) {
     te::TensorDescriptor tf(uint64_t{0x10000}, te::DType::fp16, {64, 64}, {64, 1}, {16, 32}, te::Padding::kZero, true);
     EXPECT_EQ(error_of<te::ValueError>(copy2, tf, ok, 16, 32),
               at + "round_f32_to_tf32 needs an fp32 tensor, got fp16");

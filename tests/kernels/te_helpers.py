@@ -63,10 +63,11 @@ class FakeDriver:
         return GPUTarget("cuda", self.arch, 32)
 
 
-def warmup_hashes(module, kernel, args, kwargs, arch=90):
+def warmup_hashes(module, kernel, args, kwargs, arch=90, fresh=False):
     """The hash of the kernel Python's warmup compiles for these arguments (a list of hashes
     for an autotuner, which compiles every config), for cuda:90 through FakeDriver. `kernel`
-    may be a dotted path under the module, e.g. "tuned_kernel.fn"."""
+    may be a dotted path under the module, e.g. "tuned_kernel.fn". fresh: compile with empty
+    in-memory caches (Triton's disk cache still serves)."""
     import importlib
 
     from triton.runtime.driver import driver
@@ -77,7 +78,7 @@ def warmup_hashes(module, kernel, args, kwargs, arch=90):
     previous = driver._active
     driver.set_active(FakeDriver(arch))
     # The JITFunction keeps its target per device: another arch needs fresh per-device caches.
-    caches = fn.device_caches if arch != 90 else None
+    caches = fn.device_caches if arch != 90 or fresh else None
     if caches is not None:
         fn.device_caches = type(caches)(caches.default_factory)
     try:
@@ -207,3 +208,28 @@ def predicted_launch_error(kp, value):
         lo, hi = _INT_RANGES[ann]
         return None if lo <= int(value) <= hi else "OverflowError"
     return "TypeError"
+
+
+class RunKwargs:
+    """Records the keyword arguments JITFunction._pack_args gets (those JITFunction.run gives the
+    backend, and those triton_embed's compile gives it), while entered."""
+
+    def __enter__(self):
+        from triton.runtime.jit import JITFunction
+
+        self.calls = []
+        self._saved = JITFunction._pack_args
+        saved, calls = self._saved, self.calls
+
+        def recording(fn, backend, kwargs, *rest):
+            names = {p.name for p in fn.params}
+            calls.append({k: v for k, v in kwargs.items() if k not in names})
+            return saved(fn, backend, kwargs, *rest)
+
+        JITFunction._pack_args = recording
+        return self
+
+    def __exit__(self, *exc):
+        from triton.runtime.jit import JITFunction
+
+        JITFunction._pack_args = self._saved

@@ -360,6 +360,15 @@ def fake_tuned_kernel(x_ptr, out_ptr, n, ACT: tl.constexpr = "", BLOCK: tl.const
     tl.store(out_ptr + offs, y, mask=mask)
 
 
+@triton.autotune(configs=_BLOCK_CONFIGS, key=["n"], do_bench=fake_bench, cache_results=True)
+@triton.jit
+def fake_cached_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """out = x + 3, tuned with fake timings that Triton caches on disk (cache_results)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0) + 3, mask=mask)
+
+
 @triton.heuristics({"EVEN": lambda args: args["n"] % 2 == 0})
 @triton.autotune(configs=_BLOCK_CONFIGS, key=["n"], do_bench=fake_bench)
 @triton.jit

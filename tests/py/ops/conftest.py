@@ -16,6 +16,16 @@ if "TE_SOURCE_DIR" in os.environ and "TRITON_EMBED_OPS_LIBRARY" in os.environ:
 
 import triton_embed  # noqa: E402,F401  (loads torch.ops.triton_embed)
 
+
+def pytest_sessionstart(session):
+    """./dev.sh versions runs this suite under each supported Triton: check it got that one."""
+    import triton
+
+    expected = os.environ.get("TE_EXPECT_TRITON")
+    if expected and triton.__version__ != expected:
+        raise pytest.UsageError("Triton %s imported (%s), expected %s"
+                                % (triton.__version__, triton.__file__, expected))
+
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
