@@ -263,15 +263,26 @@ void load_layers(KernelState& k, void* wrappers_list) {
         t->key_params.push_back(find_param_by_name(k, pyb::str(name).cast<std::string>()));
       }
       t->num_configs = w[3].cast<size_t>();
+      std::vector<bool> sets(k.params.size(), false);
       for (pyb::handle config : pyb::list(w[1].attr("configs"))) {
         t->configs += py::glue().attr("config_info")(config)[pyb::int_(0)].cast<std::string>();
         t->configs += '\n';
+        // Its meta-parameters that are parameters (others reach the kernel as options).
+        const pyb::dict kwargs = config.attr("kwargs");
+        for (auto kv : kwargs) {
+          const int p = find_param_by_name(k, pyb::str(kv.first).cast<std::string>());
+          if (p >= 0) sets[static_cast<size_t>(p)] = true;
+        }
+      }
+      for (uint32_t p = 0; p < sets.size(); ++p) {
+        if (sets[p]) t->config_params.push_back(p);
       }
       layer->tune = std::move(t);
     }
     k.layers.push_back(std::move(layer));
   }
   if (!k.layers.empty()) k.call_memo = std::make_unique<CallMemo>();
+  index_layer_params(k);
 }
 
 // ---- heuristics ----------------------------------------------------------------------------

@@ -13,6 +13,7 @@
 #include <triton_embed/detail/testing.h>
 #include <triton_embed/jit.h>
 
+#include "argument_error_cases.h"
 #include "test_support.h"
 
 namespace te = triton_embed;
@@ -115,6 +116,43 @@ TEST_F(Autotune, NamedArgumentErrorsAreTypedAsInPython) {
                                  "option, not a parameter; set it with "
                                  "with_options(triton_embed::Options().num_warps(...))");
   }
+}
+
+// Bad calls of wrapped kernels raise what Python raises, before any layer runs: no heuristic
+// in Python, no tuning (no benchmark, no progress), and Python's own call fails before
+// completing a benchmark. The same calls runtime-only: test_runtime_only.cc.
+TEST_F(Autotune, ArgumentErrorsComeBeforeAnyLayerRuns) {
+  py_exec("te_tune_kernels.FAKE_BENCH_CALLS.clear()\n"
+          "te_tune_kernels.MODE_HEUR_CALLS.clear()\n"
+          "from te_helpers import call_error\n"
+          "X, O = P(0x10000, 'float32'), P(0x30000, 'float32')");
+  int progress = 0;
+  te::set_tuning_callback([&](const te::TuningProgress&) { ++progress; });
+  const te::JitFunction tuned("te_tune_kernels", "fake_tuned_mode_kernel");
+  const te::JitFunction heur("te_tune_kernels", "heur_mode_kernel");
+  const long python_calls = te::detail::testing::layer_python_calls();
+  size_t n = 0;
+  const te_arg_errors::Case* cases = te_arg_errors::cases(&n);
+  for (size_t i = 0; i < n; ++i) {
+    const te_arg_errors::Case& c = cases[i];
+    const te::JitFunction& k = std::string(c.kernel) == "heur_mode_kernel" ? heur : tuned;
+    EXPECT_EQ(te_arg_errors::check(c, k), "") << c.kernel << ": " << c.what;
+    if (c.py_args == nullptr) continue;
+    EXPECT_EQ(py_repr("call_error('te_tune_kernels', '" + std::string(c.kernel) + "', " +
+                      c.py_args + ", " + c.py_kwargs + ")"),
+              "('" + std::string(c.py_type) + "', 0)")
+        << c.kernel << ": " << c.what;
+  }
+  EXPECT_EQ(progress, 0);
+  EXPECT_EQ(te::detail::testing::layer_python_calls(), python_calls);
+  EXPECT_EQ(py_repr("te_tune_kernels.FAKE_BENCH_CALLS"), "[]");
+  // A good call of each runs its layer: what the counters above would have seen.
+  tuned.compile(te_arg_errors::kX, te_arg_errors::kOut, 3000, "neg");
+  heur.compile(te_arg_errors::kX, te_arg_errors::kOut, 3000, "neg");
+  EXPECT_EQ(progress, 3);
+  EXPECT_EQ(te::detail::testing::layer_python_calls(), python_calls + 2);
+  EXPECT_EQ(py_repr("te_tune_kernels.FAKE_BENCH_CALLS"), "[64, 128, 256]");
+  te::set_tuning_callback(nullptr);
 }
 
 // A plain kernel's named launch binds by its own route (names to positions, then the

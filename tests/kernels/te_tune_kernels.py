@@ -412,3 +412,40 @@ def branchy_heur_kernel(x_ptr, out_ptr, n, m, BIG: tl.constexpr):
     if BIG:
         x = x + 1
     tl.store(out_ptr + offs, x, mask=mask)
+
+
+# ---- argument errors before any layer runs -----------------------------------------------------
+
+# MODE is a constexpr without a default that no layer sets: a call must pass it. The tests call
+# these with bad arguments and check that nothing ran (FAKE_BENCH_CALLS, MODE_HEUR_CALLS) before
+# the error, with the JIT (test_autotune) and runtime-only from a bundle (test_runtime_only).
+MODE_HEUR_CALLS = []
+
+
+@triton.autotune(configs=_BLOCK_CONFIGS, key=["n"], do_bench=fake_bench)
+@triton.jit
+def fake_tuned_mode_kernel(x_ptr, out_ptr, n, MODE: tl.constexpr, BLOCK: tl.constexpr):
+    """out = x * 2 (MODE "neg": -x * 2), tuned with fake timings."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    y = tl.load(x_ptr + offs, mask=mask, other=0) * 2
+    if MODE == "neg":
+        y = -y
+    tl.store(out_ptr + offs, y, mask=mask)
+
+
+def _mode_block(args):
+    MODE_HEUR_CALLS.append(args["n"])
+    return triton.next_power_of_2(min(args["n"], 1024))
+
+
+@triton.heuristics({"BLOCK": _mode_block})
+@triton.jit
+def heur_mode_kernel(x_ptr, out_ptr, n, MODE: tl.constexpr, BLOCK: tl.constexpr):
+    """out = x * 2 (MODE "neg": -x * 2), BLOCK from n."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    y = tl.load(x_ptr + offs, mask=mask, other=0) * 2
+    if MODE == "neg":
+        y = -y
+    tl.store(out_ptr + offs, y, mask=mask)
