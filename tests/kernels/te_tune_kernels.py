@@ -449,3 +449,44 @@ def heur_mode_kernel(x_ptr, out_ptr, n, MODE: tl.constexpr, BLOCK: tl.constexpr)
     if MODE == "neg":
         y = -y
     tl.store(out_ptr + offs, y, mask=mask)
+
+
+# ---- global scratch while tuning (no GPU) --------------------------------------------------------
+
+# alloc_probe_bench asks Triton's allocator for global scratch as Triton's launcher does for a
+# kernel that needs it (triton.runtime._allocation._allocator.get()(size, alignment, stream)),
+# records (allocator class name, data_ptr()) in ALLOC_PROBE and drops the buffer, as the launcher
+# does once it has queued the launch; then returns fake_bench's timings.
+ALLOC_PROBE = []
+ALLOC_PROBE_SIZE, ALLOC_PROBE_ALIGN, ALLOC_PROBE_STREAM = 4096, 128, 0x1234
+
+
+def alloc_probe_bench(kernel_call, quantiles=None):
+    from triton.runtime import _allocation
+
+    allocator = _allocation._allocator.get()
+    buffer = allocator(ALLOC_PROBE_SIZE, ALLOC_PROBE_ALIGN, ALLOC_PROBE_STREAM)
+    ALLOC_PROBE.append((type(allocator).__name__, buffer.data_ptr()))
+    del buffer
+    return fake_bench(kernel_call, quantiles)
+
+
+@triton.autotune(configs=_BLOCK_CONFIGS, key=["n"], do_bench=alloc_probe_bench)
+@triton.jit
+def alloc_probe_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0), mask=mask)
+
+
+class UserBuffer:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+    def data_ptr(self):
+        return self.ptr
+
+
+def user_allocator(size, alignment, stream):
+    """A Python user's own triton.set_allocator allocator (fake addresses: never used)."""
+    return UserBuffer(0x7770000 + size)
