@@ -17,7 +17,8 @@ namespace triton_embed::detail::bundle {
 namespace {
 
 // The layers' and records' own version (as the parameter table's, kernel_table.cc).
-constexpr uint8_t kLayersVersion = 1;
+// Layers: 2 added the parameters the autotune configs set.
+constexpr uint8_t kLayersVersion = 2;
 constexpr uint8_t kRecordVersion = 1;
 
 constexpr uint8_t kLayerHeuristics = 0, kLayerAutotune = 1;
@@ -126,6 +127,8 @@ std::string encode_layers(const KernelState& k) {
       for (int p : t.key_params) w.i32(p);
       w.u64(t.num_configs);
       w.bytes(t.configs);
+      w.u32(static_cast<uint32_t>(t.config_params.size()));
+      for (uint32_t p : t.config_params) w.u32(p);
     }
   }
   return w.take();
@@ -169,6 +172,15 @@ void decode_layers(std::string_view bytes, KernelState& k, const std::string& wh
       t->num_configs = r.u64();
       if (t->num_configs == 0) r.fail("an autotuner with no configs");
       t->configs = std::string(r.bytes());
+      const uint32_t nc = r.u32();
+      if (nc > np) r.fail("configs that set more parameters than the kernel has");
+      for (uint32_t j = 0; j < nc; ++j) {
+        const uint32_t p = r.u32();
+        if (p >= np || (j > 0 && p <= t->config_params.back())) {
+          r.fail("a config parameter that is no parameter, or out of order");
+        }
+        t->config_params.push_back(p);
+      }
       layer->tune = std::move(t);
     } else {
       r.fail("an unknown layer kind");
@@ -177,6 +189,7 @@ void decode_layers(std::string_view bytes, KernelState& k, const std::string& wh
   }
   if (!r.done()) r.fail("bytes after the last layer");
   k.call_memo = std::make_unique<CallMemo>();
+  index_layer_params(k);
 }
 
 void record_decisions(const KernelState& k, uint32_t kernel, Contents& out) {

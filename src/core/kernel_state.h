@@ -51,6 +51,7 @@ struct KernelState {
   size_t min_args = 0;             // parameters without defaults, counted from the front
   KernelState* inner = nullptr;  // for wrapped kernels: the state of the inner JITFunction
   std::unique_ptr<CallMemo> call_memo;  // whole positional calls (wrapped kernels only)
+  LayerParams layer_params;  // wrapped kernels: which parameters the layers set
   Cache cache;
 
   std::string module;

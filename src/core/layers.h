@@ -99,6 +99,9 @@ struct TuneLayer {
   void* py_tuner = nullptr;
   std::vector<int> key_params;  // Autotuner.keys as parameter indices (-1: not a parameter)
   size_t num_configs = 0;
+  // The parameters some config sets (its meta-parameters that are parameters), ascending: a
+  // call may leave them out, and passing one is Triton's conflict (bind_frame checks both).
+  std::vector<uint32_t> config_params;
   // str() of every config, one per line: a bundle's choices serve the JIT layer only for the
   // very configs they were tuned from.
   std::string configs;
@@ -121,6 +124,26 @@ struct Layer {
   std::vector<std::unique_ptr<Heuristic>> heuristics;
   std::unique_ptr<TuneLayer> tune;
 };
+
+// A set of parameters, bit p for parameter p (kMaxArgs <= 128).
+struct ParamMask {
+  uint64_t w[2] = {0, 0};
+  void set(uint32_t p) noexcept { w[p >> 6] |= uint64_t{1} << (p & 63); }
+  bool has(uint32_t p) const noexcept { return ((w[p >> 6] >> (p & 63)) & 1) != 0; }
+};
+
+// What the layers of a wrapped kernel do with its parameters, for the checks of a call that
+// need no layer to run (bind_frame): Python's binder raises those before a heuristic runs or
+// a config is benchmarked, and so must the JIT and a runtime-only program before any
+// heuristic, tuning or bundle decision.
+struct LayerParams {
+  ParamMask required;   // no default
+  ParamMask heuristic;  // a @triton.heuristics sets it (as a keyword)
+  ParamMask config;     // some @triton.autotune config sets it (as a keyword)
+};
+
+// Fills k.layer_params from its layers (each layer's loader calls it once they are read).
+TE_INTERNAL_API void index_layer_params(KernelState& k);
 
 // What a call through the layers is for.
 enum class FrameMode : uint8_t { kLaunch, kCompile, kPrepare, kWarmup, kInterpret, kQuery, kDryRun };

@@ -6,6 +6,7 @@ triton.compile) so a kernel compiled from C++ is the kernel Python would compile
 arguments, with the same hash and the same disk cache entry.
 """
 
+import contextlib
 import difflib
 import importlib
 import sys
@@ -570,11 +571,75 @@ def _timings_list(timings):
     return out
 
 
-def tune(tuner, args, kwargs, progress):
+class _Scratch:
+    """Global scratch memory for one launch of Triton's launcher, from triton_embed's scratch
+    allocator. The launcher drops it as soon as it has queued the launch; it is then given back
+    on the launch's stream (stream-ordered: after the kernel ran), as triton_embed's own
+    launches give theirs back."""
+
+    __slots__ = ("_ptr", "_size", "_stream", "_release")
+
+    def __init__(self, ptr, size, stream, release):
+        self._ptr = ptr
+        self._size = size
+        self._stream = stream
+        self._release = release
+
+    def data_ptr(self):
+        return self._ptr
+
+    def __del__(self):
+        self._release(self._ptr, self._size, self._stream)
+
+
+class ScratchAllocator:
+    """triton_embed's scratch allocator in the form triton.set_allocator takes:
+    fn(size, alignment, stream) returns an object with data_ptr(). allocate(size, alignment,
+    stream) and release(ptr, size, stream) are the C++ allocator's (src/python/layers.cc)."""
+
+    def __init__(self, allocate, release):
+        self._allocate = allocate
+        self._release = release
+
+    def __call__(self, size, alignment, stream):
+        stream = 0 if stream is None else int(stream)
+        return _Scratch(self._allocate(size, alignment, stream), size, stream, self._release)
+
+
+@contextlib.contextmanager
+def triton_allocator(scratch):
+    """For the scope: Triton's launcher (through which the Autotuner benchmarks) takes a
+    kernel's global scratch from `scratch` (a ScratchAllocator) when no allocator is set; one
+    already set (a Python user's own triton.set_allocator) is kept. Nothing of ours stays set
+    after. Triton 3.6 to 3.9 keep the allocator in the ContextVar
+    triton.runtime._allocation._allocator, NullAllocator when none is set; a ContextVar is per
+    thread (and context), so this sets and resets it for the calling thread only."""
+    from triton.runtime import _allocation
+
+    var = _allocation._allocator
+    if scratch is None or not isinstance(var.get(), _allocation.NullAllocator):
+        yield
+        return
+    token = var.set(scratch)
+    try:
+        yield
+    finally:
+        # A hook that set its own allocator meanwhile keeps it.
+        if var.get() is scratch:
+            var.reset(token)
+
+
+def tune(tuner, args, kwargs, progress, scratch=None):
     """Autotuner.run up to the choice of the configuration, without the final launch: the
     same key, pruning, benchmarking (Autotuner._bench with its hooks), disk cache, listener
-    and printing as the installed Triton. Returns (config, key_str, timings, from_cache,
-    seconds)."""
+    and printing as the installed Triton. `scratch` (a ScratchAllocator) serves the launches'
+    global scratch when no Triton allocator is set (triton_allocator). Returns (config,
+    key_str, timings, from_cache, seconds)."""
+    with triton_allocator(scratch):
+        return _tune(tuner, args, kwargs, progress)
+
+
+def _tune(tuner, args, kwargs, progress):
     import builtins
     import time
     from triton import knobs

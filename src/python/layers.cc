@@ -21,6 +21,7 @@
 #include "core/kernel_state.h"
 #include "core/layers.h"
 #include "cuda/driver.h"
+#include "cuda/scratch.h"
 #include "python/convert.h"
 #include "python/interpreter.h"
 #include "python/jit_layer.h"
@@ -263,15 +264,26 @@ void load_layers(KernelState& k, void* wrappers_list) {
         t->key_params.push_back(find_param_by_name(k, pyb::str(name).cast<std::string>()));
       }
       t->num_configs = w[3].cast<size_t>();
+      std::vector<bool> sets(k.params.size(), false);
       for (pyb::handle config : pyb::list(w[1].attr("configs"))) {
         t->configs += py::glue().attr("config_info")(config)[pyb::int_(0)].cast<std::string>();
         t->configs += '\n';
+        // Its meta-parameters that are parameters (others reach the kernel as options).
+        const pyb::dict kwargs = config.attr("kwargs");
+        for (auto kv : kwargs) {
+          const int p = find_param_by_name(k, pyb::str(kv.first).cast<std::string>());
+          if (p >= 0) sets[static_cast<size_t>(p)] = true;
+        }
+      }
+      for (uint32_t p = 0; p < sets.size(); ++p) {
+        if (sets[p]) t->config_params.push_back(p);
       }
       layer->tune = std::move(t);
     }
     k.layers.push_back(std::move(layer));
   }
   if (!k.layers.empty()) k.call_memo = std::make_unique<CallMemo>();
+  index_layer_params(k);
 }
 
 // ---- heuristics ----------------------------------------------------------------------------
@@ -370,6 +382,40 @@ ArgValue python_eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
 
 // ---- autotune ------------------------------------------------------------------------------
 
+// The Autotuner benchmarks through Triton's own launcher, which takes a kernel's global
+// scratch (tensor descriptors made on the device) from triton.set_allocator's allocator. A C++
+// program set none, so tuning lends Triton ours (glue.triton_allocator): the scratch allocator
+// in effect (allocator.h), on the stream Triton launches on (and so its device), each buffer
+// given back on that stream once the launcher has queued the launch, as our launches do.
+//
+// What the allocator threw, for python_tune to rethrow with its own type (Python sees a
+// RuntimeError): the launcher runs on the tuning thread.
+thread_local std::exception_ptr t_scratch_error;
+
+pyb::object triton_scratch_allocator(const KernelState& k) {
+  ScratchAllocator* a = cuda::scratch_allocator(false);  // kept alive for the whole process
+  const std::string kernel = full_name(k);
+  pyb::cpp_function allocate([a, kernel](uint64_t size, uint64_t alignment, uintptr_t stream) {
+    uint64_t p = 0;
+    try {
+      pyb::gil_scoped_release no_gil;  // the allocator may wait on its own locks
+      p = a->allocate(size, alignment, reinterpret_cast<Stream>(stream));
+      TE_CHECK(p != 0, OutOfResourcesError)
+          << "tuning " << kernel << ": the global scratch allocator returned a null address for "
+          << size << " bytes; an allocator that cannot allocate must throw";
+    } catch (...) {
+      t_scratch_error = std::current_exception();
+      throw;
+    }
+    return p;
+  });
+  pyb::cpp_function release([a](uint64_t ptr, uint64_t size, uintptr_t stream) {
+    pyb::gil_scoped_release no_gil;
+    a->release(ptr, size, reinterpret_cast<Stream>(stream));
+  });
+  return py::glue().attr("ScratchAllocator")(allocate, release);
+}
+
 const Choice* python_tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key,
                           uint64_t hash) {
   py::ReleaseGilIfHeld no_gil;  // never wait on our mutex holding the GIL
@@ -447,7 +493,9 @@ const Choice* python_tune(KernelState& k, TuneLayer& t, const Frame& f, const Me
               pyb::gil_scoped_release release;
               report_progress(kernel, key_str, done, total, best, best_ms, elapsed);
             });
-        pyb::tuple r = py::glue().attr("tune")(tuner, args, kwargs, progress);
+        t_scratch_error = nullptr;
+        pyb::tuple r = py::glue().attr("tune")(tuner, args, kwargs, progress, triton_scratch_allocator(k));
+        t_scratch_error = nullptr;  // a benchmark that caught it carried on
         made = make_choice(k, r[0], f.options);
         made->result.key = r[1].cast<std::string>();
         for (pyb::handle item : pyb::reinterpret_borrow<pyb::list>(r[2])) {
@@ -461,6 +509,9 @@ const Choice* python_tune(KernelState& k, TuneLayer& t, const Frame& f, const Me
         made->result.seconds = r[4].cast<double>();
       }
     } catch (pyb::error_already_set& e) {
+      if (std::exception_ptr scratch = std::exchange(t_scratch_error, nullptr)) {
+        std::rethrow_exception(scratch);  // the allocator's own error, typed
+      }
       throw_python(k, "tuning with Triton's Autotuner", e);
     }
   } catch (...) {

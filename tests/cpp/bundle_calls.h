@@ -40,7 +40,8 @@ inline const char* const kRecorded[] = {"aligned", "n_not_div16", "fp16_unaligne
 
 // The recorded calls of wrapped kernels (te_tune_kernels: autotuned with fake timings, so
 // tuning needs no GPU), by name: autotune(heuristics(jit)), heuristics(autotune(jit)), a
-// heuristic alone, and a tuned kernel given a constexpr by name.
+// heuristic alone, a tuned kernel given a constexpr by name, and the kernels of the argument
+// errors (argument_error_cases.h), so that the bundle holds their parameter tables.
 struct WrappedCall {
   const char* which;
   const char* kernel;
@@ -50,6 +51,7 @@ inline const WrappedCall kWrapped[] = {
     {"tuned_heur_1000", "fake_tuned_heur_kernel"}, {"tuned_heur_1024", "fake_tuned_heur_kernel"},
     {"counted_300", "counted_heur_kernel"},        {"counted_2048", "counted_heur_kernel"},
     {"tuned_neg", "fake_tuned_kernel"},
+    {"tuned_mode_neg", "fake_tuned_mode_kernel"},  {"heur_mode_neg", "heur_mode_kernel"},
 };
 inline const te::CompiledKernel& compile_wrapped(const te::JitFunction& k, const std::string& which) {
   using namespace triton_embed::literals;
@@ -58,6 +60,7 @@ inline const te::CompiledKernel& compile_wrapped(const te::JitFunction& k, const
   if (which == "counted_300") return k.compile(kX, kOut, 300);
   if (which == "counted_2048") return k.compile(kX, kOut, 2048);
   if (which == "tuned_neg") return k.compile(kX, kOut, 4000, "ACT"_a = "neg");
+  if (which == "tuned_mode_neg" || which == "heur_mode_neg") return k.compile(kX, kOut, 1000, "neg");
   std::abort();
 }
 

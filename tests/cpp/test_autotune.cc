@@ -6,13 +6,18 @@
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <triton_embed/allocator.h>
 #include <triton_embed/detail/testing.h>
 #include <triton_embed/jit.h>
 
+#include "argument_error_cases.h"
 #include "test_support.h"
 
 namespace te = triton_embed;
@@ -115,6 +120,43 @@ TEST_F(Autotune, NamedArgumentErrorsAreTypedAsInPython) {
                                  "option, not a parameter; set it with "
                                  "with_options(triton_embed::Options().num_warps(...))");
   }
+}
+
+// Bad calls of wrapped kernels raise what Python raises, before any layer runs: no heuristic
+// in Python, no tuning (no benchmark, no progress), and Python's own call fails before
+// completing a benchmark. The same calls runtime-only: test_runtime_only.cc.
+TEST_F(Autotune, ArgumentErrorsComeBeforeAnyLayerRuns) {
+  py_exec("te_tune_kernels.FAKE_BENCH_CALLS.clear()\n"
+          "te_tune_kernels.MODE_HEUR_CALLS.clear()\n"
+          "from te_helpers import call_error\n"
+          "X, O = P(0x10000, 'float32'), P(0x30000, 'float32')");
+  int progress = 0;
+  te::set_tuning_callback([&](const te::TuningProgress&) { ++progress; });
+  const te::JitFunction tuned("te_tune_kernels", "fake_tuned_mode_kernel");
+  const te::JitFunction heur("te_tune_kernels", "heur_mode_kernel");
+  const long python_calls = te::detail::testing::layer_python_calls();
+  size_t n = 0;
+  const te_arg_errors::Case* cases = te_arg_errors::cases(&n);
+  for (size_t i = 0; i < n; ++i) {
+    const te_arg_errors::Case& c = cases[i];
+    const te::JitFunction& k = std::string(c.kernel) == "heur_mode_kernel" ? heur : tuned;
+    EXPECT_EQ(te_arg_errors::check(c, k), "") << c.kernel << ": " << c.what;
+    if (c.py_args == nullptr) continue;
+    EXPECT_EQ(py_repr("call_error('te_tune_kernels', '" + std::string(c.kernel) + "', " +
+                      c.py_args + ", " + c.py_kwargs + ")"),
+              "('" + std::string(c.py_type) + "', 0)")
+        << c.kernel << ": " << c.what;
+  }
+  EXPECT_EQ(progress, 0);
+  EXPECT_EQ(te::detail::testing::layer_python_calls(), python_calls);
+  EXPECT_EQ(py_repr("te_tune_kernels.FAKE_BENCH_CALLS"), "[]");
+  // A good call of each runs its layer: what the counters above would have seen.
+  tuned.compile(te_arg_errors::kX, te_arg_errors::kOut, 3000, "neg");
+  heur.compile(te_arg_errors::kX, te_arg_errors::kOut, 3000, "neg");
+  EXPECT_EQ(progress, 3);
+  EXPECT_EQ(te::detail::testing::layer_python_calls(), python_calls + 2);
+  EXPECT_EQ(py_repr("te_tune_kernels.FAKE_BENCH_CALLS"), "[64, 128, 256]");
+  te::set_tuning_callback(nullptr);
 }
 
 // A plain kernel's named launch binds by its own route (names to positions, then the
@@ -471,6 +513,97 @@ TEST_F(Autotune, WarmupCompilesEveryConfigAsPython) {
   py::object py = warm("tuned_kernel", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 4096)", "{'ACT': 'relu'}");
   ASSERT_EQ(all.size(), py::len(py));
   for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i]->hash(), py::list(py)[i].cast<std::string>());
+}
+
+// A scratch allocator that hands out fake addresses and logs every call (no GPU needed), or
+// fails as told.
+struct LoggingScratch : te::ScratchAllocator {
+  enum class Mode { kOk, kThrow, kNull } mode = Mode::kOk;
+  std::mutex mu;
+  std::vector<std::string> log;
+  uint64_t allocate(size_t bytes, size_t align, te::Stream s) override {
+    if (mode == Mode::kThrow) throw te::OutOfResourcesError("the test's pool is empty");
+    std::lock_guard<std::mutex> lock(mu);
+    std::ostringstream line;
+    line << "allocate " << bytes << " " << align << " " << s;
+    log.push_back(line.str());
+    return mode == Mode::kNull ? 0 : 0xabc000;
+  }
+  void release(uint64_t ptr, size_t bytes, te::Stream s) noexcept override {
+    std::lock_guard<std::mutex> lock(mu);
+    std::ostringstream line;
+    line << "release " << std::hex << ptr << std::dec << " " << bytes << " " << s;
+    log.push_back(line.str());
+  }
+};
+
+// Tuning benchmarks through Triton's launcher, which takes a kernel's global scratch from
+// triton.set_allocator's allocator: a C++ program set none, so for the tuning Triton gets ours
+// (the scratch allocator in effect, on the launch's stream, each buffer given back once the
+// launcher drops it), then none again; a Python user's own allocator is kept.
+TEST_F(Autotune, TuningLendsTritonTheScratchAllocator) {
+  auto scratch = std::make_shared<LoggingScratch>();
+  te::set_scratch_allocator(scratch);
+  const te::JitFunction probe("te_tune_kernels", "alloc_probe_kernel");
+  py_exec("te_tune_kernels.ALLOC_PROBE.clear()\n"
+          "from triton.runtime import _allocation\n"
+          "def allocator_now():\n"
+          "    return type(_allocation._allocator.get()).__name__\n");
+  ASSERT_EQ(py_repr("allocator_now()"), "'NullAllocator'");
+
+  // No allocator set: ours, for each config's benchmark; none after.
+  probe.compile(at<float>(0x10000), at<float>(0x20000), 1000);
+  EXPECT_EQ(py_repr("te_tune_kernels.ALLOC_PROBE"),
+            "[('ScratchAllocator', 11255808), ('ScratchAllocator', 11255808), "
+            "('ScratchAllocator', 11255808)]");
+  {
+    std::lock_guard<std::mutex> lock(scratch->mu);
+    ASSERT_EQ(scratch->log.size(), 6u);
+    for (size_t i = 0; i < 6; i += 2) {
+      EXPECT_EQ(scratch->log[i], "allocate 4096 128 0x1234");
+      EXPECT_EQ(scratch->log[i + 1], "release abc000 4096 0x1234");
+    }
+    scratch->log.clear();
+  }
+  EXPECT_EQ(py_repr("allocator_now()"), "'NullAllocator'");
+
+  // A Python user's allocator: kept during the tuning and after; ours is not asked.
+  py_exec("import triton\ntriton.set_allocator(te_tune_kernels.user_allocator)\n"
+          "te_tune_kernels.ALLOC_PROBE.clear()");
+  probe.compile(at<float>(0x10000), at<float>(0x20000), 2000);
+  EXPECT_EQ(py_repr("te_tune_kernels.ALLOC_PROBE"),
+            "[('function', 125243392), ('function', 125243392), ('function', 125243392)]");
+  EXPECT_TRUE(scratch->log.empty());
+  EXPECT_EQ(py_repr("_allocation._allocator.get() is te_tune_kernels.user_allocator"), "True");
+  py_exec("triton.set_allocator(_allocation._NULL_ALLOCATOR)");
+
+  // The allocator's own error reaches the caller with its type; a null address is refused.
+  scratch->mode = LoggingScratch::Mode::kThrow;
+  try {
+    probe.compile(at<float>(0x10000), at<float>(0x20000), 3000);
+    ADD_FAILURE() << "expected OutOfResourcesError";
+  } catch (const te::OutOfResourcesError& e) {
+    EXPECT_STREQ(e.what(), "the test's pool is empty");
+  }
+  EXPECT_EQ(py_repr("allocator_now()"), "'NullAllocator'");
+  scratch->mode = LoggingScratch::Mode::kNull;
+  try {
+    probe.compile(at<float>(0x10000), at<float>(0x20000), 4000);
+    ADD_FAILURE() << "expected OutOfResourcesError";
+  } catch (const te::OutOfResourcesError& e) {
+    EXPECT_STREQ(e.what(), "tuning te_tune_kernels.alloc_probe_kernel: the global scratch "
+                           "allocator returned a null address for 4096 bytes; an allocator that "
+                           "cannot allocate must throw");
+  }
+  EXPECT_EQ(py_repr("allocator_now()"), "'NullAllocator'");
+  scratch->mode = LoggingScratch::Mode::kOk;
+
+  // Another thread (another Python thread state, so another context): ours there too.
+  scratch->log.clear();
+  std::thread([&] { probe.compile(at<float>(0x10000), at<float>(0x20000), 5000); }).join();
+  EXPECT_EQ(scratch->log.size(), 6u);
+  EXPECT_EQ(py_repr("allocator_now()"), "'NullAllocator'");
+  te::set_scratch_allocator(nullptr);
 }
 
 TEST_F(Autotune, SingleConfigNeedsNoBenchmark) {

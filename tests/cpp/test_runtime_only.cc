@@ -13,6 +13,7 @@
 #include <string>
 #include <type_traits>
 
+#include "argument_error_cases.h"
 #include "bundle_calls.h"
 
 namespace te = triton_embed;
@@ -182,7 +183,7 @@ TEST_F(RuntimeOnlyBundle, WrappedKernelsLaunchFromTheRecordedDecisions) {
   // the kernels the JIT compiled, with no Python to run a heuristic or tune.
   const std::map<std::string, std::string> expected =
       te_bundle::read_hashes(te_bundle::wrapped_hashes_path());
-  ASSERT_EQ(expected.size(), 9u) << te_bundle::wrapped_hashes_path();
+  ASSERT_EQ(expected.size(), 11u) << te_bundle::wrapped_hashes_path();
   for (const te_bundle::WrappedCall& w : te_bundle::kWrapped) {
     const te::JitFunction k("te_tune_kernels", w.kernel);
     EXPECT_EQ(te_bundle::compile_wrapped(k, w.which).hash(), expected.at(w.which)) << w.which;
@@ -222,6 +223,30 @@ TEST_F(RuntimeOnlyBundle, WrappedKernelsLaunchFromTheRecordedDecisions) {
             "arguments is in no kernel bundle; this program links triton_embed::runtime only, "
             "which runs no Python and compiles nothing: link triton_embed::triton_embed to "
             "compile kernels with Triton on first use, or build a kernel bundle that holds it");
+}
+
+// Bad calls of wrapped kernels raise what the JIT raises (test_autotune's
+// ArgumentErrorsComeBeforeAnyLayerRuns, which compares them with Python), checked against the
+// parameter table and layers the bundle holds before any heuristic result or tuned choice is
+// looked up: n = 3000 is in no record, so a call that reached a layer would raise
+// NotInBundleError, as the good calls below do.
+TEST_F(RuntimeOnlyBundle, ArgumentErrorsComeBeforeTheBundlesDecisions) {
+  const te::JitFunction tuned("te_tune_kernels", "fake_tuned_mode_kernel");
+  const te::JitFunction heur("te_tune_kernels", "heur_mode_kernel");
+  size_t n = 0;
+  const te_arg_errors::Case* cases = te_arg_errors::cases(&n);
+  for (size_t i = 0; i < n; ++i) {
+    const te_arg_errors::Case& c = cases[i];
+    const te::JitFunction& k = std::string(c.kernel) == "heur_mode_kernel" ? heur : tuned;
+    EXPECT_EQ(te_arg_errors::check(c, k), "") << c.kernel << ": " << c.what;
+  }
+  EXPECT_THROW(tuned.compile(te_arg_errors::kX, te_arg_errors::kOut, 3000, "neg"),
+               te::NotInBundleError);
+  EXPECT_THROW(heur.compile(te_arg_errors::kX, te_arg_errors::kOut, 3000, "neg"),
+               te::NotInBundleError);
+  // The recorded calls resolve.
+  EXPECT_EQ(tuned.compile(te_arg_errors::kX, te_arg_errors::kOut, 1000, "neg").target(), "cuda:90");
+  EXPECT_EQ(heur.compile(te_arg_errors::kX, te_arg_errors::kOut, 1000, "neg").target(), "cuda:90");
 }
 
 // ptx80.teb (bundle_record) holds one cuda:80 entry, with its PTX for plain sm_80. CTest runs

@@ -3,13 +3,17 @@
 // cuda:80, where it passes base, shape and strides), Triton's checks, the parameters packed
 // and the cuTensorMapEncodeTiled call (through a testing hook) with its cache. On a GPU
 // (skipped without one): a persistent TMA matmul, a kernel that makes its descriptors on the
-// device and an autotuned kernel whose config pre-hooks set the block shapes, each launched
-// from C++ bitwise equal to Python's launch.
+// device (plain, and autotuned from C++ with no Python allocator set) and an autotuned kernel
+// whose config pre-hooks set the block shapes, each launched from C++ bitwise equal to
+// Python's launch.
 
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include <triton_embed/allocator.h>
 #include <triton_embed/detail/testing.h>
 
 #include "core/triton_versions.h"
@@ -666,6 +670,89 @@ TEST_F(TmaGpu, AutotunedKernelWhosePreHooksSetTheBlockShapes) {
   std::vector<float> want(M * N);
   ASSERT_EQ(cudaMemcpy(want.data(), dst_py.ptr, want.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0);
+}
+
+// Stream-ordered scratch through cudart, counting what it hands out and gets back.
+struct CountingScratch : te::ScratchAllocator {
+  std::atomic<int> allocated{0}, released{0};
+  uint64_t allocate(size_t bytes, size_t, te::Stream s) override {
+    void* p = nullptr;
+    if (cudaMallocAsync(&p, bytes, reinterpret_cast<cudaStream_t>(s)) != cudaSuccess) {
+      throw te::OutOfResourcesError("cudaMallocAsync failed");
+    }
+    ++allocated;
+    return reinterpret_cast<uintptr_t>(p);
+  }
+  void release(uint64_t ptr, size_t, te::Stream s) noexcept override {
+    cudaFreeAsync(reinterpret_cast<void*>(ptr), reinterpret_cast<cudaStream_t>(s));
+    ++released;
+  }
+};
+
+// A kernel that makes its descriptors on the device, tuned from C++ with no allocator set in
+// Python: Triton's launcher, through which the Autotuner benchmarks, gets ours for the tuning
+// (and none after); the tuned launch is bitwise Python's launch of the chosen config.
+TEST_F(TmaGpu, AutotunedDeviceMadeDescriptorsTuneWithoutAPythonAllocator) {
+  python_launch_setup();  // torch for Triton's do_bench, and an allocator for Python's launch
+  {
+    te_test::Gil gil;
+    te_test::exec("from triton.runtime import _allocation\n"
+                  "_python_allocator = _allocation._allocator.get()\n"
+                  "triton.set_allocator(_allocation._NULL_ALLOCATOR)  # as a C++ program has it\n");
+  }
+  auto scratch = std::make_shared<CountingScratch>();
+  te::set_scratch_allocator(scratch);
+  const int64_t M = 512, N = 256;
+  std::vector<uint16_t> h(M * N);
+  for (int64_t i = 0; i < M * N; ++i) {
+    uint16_t v = 0;
+    tt::half_bits(static_cast<float>((i * 31) % 29) / 8.0f - 1.75f, &v);
+    h[i] = v;
+  }
+  Buffer<uint16_t> src(M * N), dst(M * N), dst_py(M * N);
+  ASSERT_EQ(cudaMemcpy(src.ptr, h.data(), h.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  te::JitFunction tuned("te_tma_kernels", "tuned_device_desc_scale");
+  const te::Pointer s(src.addr(), te::DType::fp16), d(dst.addr(), te::DType::fp16);
+  const auto grid = [&](const te::Meta& m) {
+    return te::Grid(te::cdiv(M, m["BLOCK_M"]), te::cdiv(N, m["BLOCK_N"]));
+  };
+  tuned.launch(grid, nullptr, s, d, M, N, 0.75);  // tunes (three configs), then launches
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const te::TuningResult* r = tuned.tuning_result(s, d, M, N, 0.75);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->timings.size(), 3u);
+  for (const te::ConfigTiming& t : r->timings) EXPECT_LT(t.ms[0], 1e30) << t.config.str;
+  // Every benchmark launch took its scratch from our allocator and gave it back; the last
+  // allocation is the C++ launch's own.
+  EXPECT_GT(scratch->allocated.load(), 3);
+  EXPECT_EQ(scratch->allocated.load(), scratch->released.load());
+  std::string best;
+  {
+    te_test::Gil gil;
+    EXPECT_EQ(te_test::eval("type(_allocation._allocator.get()).__name__").cast<std::string>(),
+              "NullAllocator");
+    char code[1024];
+    std::snprintf(code, sizeof(code),
+                  "triton.set_allocator(_python_allocator)\n"
+                  "_k = te_tma_kernels.tuned_device_desc_scale\n"
+                  "_c = _k.best_config\n"
+                  "_k.fn[(triton.cdiv(%lld, _c.kwargs['BLOCK_M']), triton.cdiv(%lld, _c.kwargs['BLOCK_N']))](\n"
+                  "    P(%llu, 'float16'), P(%llu, 'float16'), %lld, %lld, 0.75, **_c.all_kwargs())\n"
+                  "torch.cuda.synchronize()\n",
+                  (long long)M, (long long)N, (unsigned long long)src.addr(),
+                  (unsigned long long)dst_py.addr(), (long long)M, (long long)N);
+    te_test::exec(code);
+    best = te_test::eval("str(_c)").cast<std::string>();
+  }
+  EXPECT_EQ(best, r->best.str);
+  std::vector<uint16_t> got(M * N), want(M * N);
+  ASSERT_EQ(cudaMemcpy(got.data(), dst.ptr, got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(want.data(), dst_py.ptr, want.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 2), 0);
+  size_t nonzero = 0;
+  for (uint16_t v : got) nonzero += v != 0;
+  EXPECT_GT(nonzero, got.size() / 2);
+  te::set_scratch_allocator(nullptr);
 }
 
 #endif  // TE_HAVE_CUDART

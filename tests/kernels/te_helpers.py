@@ -233,3 +233,57 @@ class RunKwargs:
         from triton.runtime.jit import JITFunction
 
         JITFunction._pack_args = self._saved
+
+
+def call_error(module, kernel, args, kwargs):
+    """What Python's kernel[grid](*args, **kwargs) raises for a wrapped kernel, as
+    (exception class name, benchmarks that completed), through FakeDriver (cuda:90, no GPU).
+    Every Autotuner in the chain benchmarks as triton.testing.do_bench does, calling the kernel
+    before timing it, so an argument error surfaces where Python's own tuning meets it; the
+    tuners' caches are emptied for the call (a cached key skips benchmarking) and restored.
+    For calls Python refuses only: a good call would try to launch."""
+    import importlib
+
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.driver import driver
+
+    fn = getattr(importlib.import_module(module), kernel)
+    tuners = []
+    layer = fn
+    while not hasattr(layer, "params"):  # down to the JITFunction
+        if isinstance(layer, Autotuner):
+            tuners.append(layer)
+        layer = layer.fn
+    completed = []
+
+    def calling_bench(kernel_call, quantiles=None):
+        kernel_call()
+        completed.append(1)
+        return [1.0, 1.0, 1.0]
+
+    # Autotuner.do_bench is a cached_property of _do_bench (Triton 3.6 to 3.9): both are
+    # swapped and put back.
+    missing = object()
+    saved = [(t, t._do_bench, t.__dict__.get("do_bench", missing), dict(t.cache)) for t in tuners]
+    previous = driver._active
+    driver.set_active(FakeDriver())
+    try:
+        for t in tuners:
+            t._do_bench = calling_bench
+            t.__dict__["do_bench"] = calling_bench
+            t.cache.clear()
+        fn[(1,)](*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - the tests compare the class
+        return type(e).__name__, len(completed)
+    finally:
+        driver._active = previous
+        for t, bench, cached, cache in saved:
+            t._do_bench = bench
+            if cached is missing:
+                t.__dict__.pop("do_bench", None)
+            else:
+                t.__dict__["do_bench"] = cached
+            t.cache.clear()
+            t.cache.update(cache)
+            t.nargs = None
+    return None, len(completed)

@@ -1,6 +1,7 @@
 """Kernels that take host-side tensor descriptors (triton.tools.tensor_descriptor), used by
 tests/cpp/test_tma.cc: copies of rank 1 to 3, a persistent TMA matmul, an autotuned kernel whose
-configs' pre-hooks set the block shapes, and a kernel that makes its descriptors on the device."""
+configs' pre-hooks set the block shapes, and kernels that make their descriptors on the device
+(one autotuned)."""
 
 import triton
 import triton.language as tl
@@ -87,6 +88,26 @@ def _block_shapes_from_config(nargs):
 def tuned_tma_scale(src, dst, M, N, alpha, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """dst = src * alpha, tile by tile, with host descriptors whose block shapes each config's
     pre-hook sets (the caller's block shape is a placeholder)."""
+    om = tl.program_id(0) * BLOCK_M
+    on = tl.program_id(1) * BLOCK_N
+    tile = src.load([om, on])
+    dst.store([om, on], (tile * alpha).to(tile.dtype))
+
+
+@triton.autotune(
+    configs=[
+        triton.Config({"BLOCK_M": 64, "BLOCK_N": 64}, num_warps=4),
+        triton.Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=4),
+        triton.Config({"BLOCK_M": 64, "BLOCK_N": 128}, num_warps=8),
+    ],
+    key=["M", "N"],
+)
+@triton.jit
+def tuned_device_desc_scale(src_ptr, dst_ptr, M, N, alpha, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """device_desc_scale, autotuned: each config's benchmark launches through Triton's launcher,
+    which takes the descriptors' global scratch from triton.set_allocator's allocator."""
+    src = tl.make_tensor_descriptor(src_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK_M, BLOCK_N])
+    dst = tl.make_tensor_descriptor(dst_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK_M, BLOCK_N])
     om = tl.program_id(0) * BLOCK_M
     on = tl.program_id(1) * BLOCK_N
     tile = src.load([om, on])

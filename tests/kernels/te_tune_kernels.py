@@ -421,3 +421,81 @@ def branchy_heur_kernel(x_ptr, out_ptr, n, m, BIG: tl.constexpr):
     if BIG:
         x = x + 1
     tl.store(out_ptr + offs, x, mask=mask)
+
+
+# ---- argument errors before any layer runs -----------------------------------------------------
+
+# MODE is a constexpr without a default that no layer sets: a call must pass it. The tests call
+# these with bad arguments and check that nothing ran (FAKE_BENCH_CALLS, MODE_HEUR_CALLS) before
+# the error, with the JIT (test_autotune) and runtime-only from a bundle (test_runtime_only).
+MODE_HEUR_CALLS = []
+
+
+@triton.autotune(configs=_BLOCK_CONFIGS, key=["n"], do_bench=fake_bench)
+@triton.jit
+def fake_tuned_mode_kernel(x_ptr, out_ptr, n, MODE: tl.constexpr, BLOCK: tl.constexpr):
+    """out = x * 2 (MODE "neg": -x * 2), tuned with fake timings."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    y = tl.load(x_ptr + offs, mask=mask, other=0) * 2
+    if MODE == "neg":
+        y = -y
+    tl.store(out_ptr + offs, y, mask=mask)
+
+
+def _mode_block(args):
+    MODE_HEUR_CALLS.append(args["n"])
+    return triton.next_power_of_2(min(args["n"], 1024))
+
+
+@triton.heuristics({"BLOCK": _mode_block})
+@triton.jit
+def heur_mode_kernel(x_ptr, out_ptr, n, MODE: tl.constexpr, BLOCK: tl.constexpr):
+    """out = x * 2 (MODE "neg": -x * 2), BLOCK from n."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    y = tl.load(x_ptr + offs, mask=mask, other=0) * 2
+    if MODE == "neg":
+        y = -y
+    tl.store(out_ptr + offs, y, mask=mask)
+
+
+# ---- global scratch while tuning (no GPU) --------------------------------------------------------
+
+# alloc_probe_bench asks Triton's allocator for global scratch as Triton's launcher does for a
+# kernel that needs it (triton.runtime._allocation._allocator.get()(size, alignment, stream)),
+# records (allocator class name, data_ptr()) in ALLOC_PROBE and drops the buffer, as the launcher
+# does once it has queued the launch; then returns fake_bench's timings.
+ALLOC_PROBE = []
+ALLOC_PROBE_SIZE, ALLOC_PROBE_ALIGN, ALLOC_PROBE_STREAM = 4096, 128, 0x1234
+
+
+def alloc_probe_bench(kernel_call, quantiles=None):
+    from triton.runtime import _allocation
+
+    allocator = _allocation._allocator.get()
+    buffer = allocator(ALLOC_PROBE_SIZE, ALLOC_PROBE_ALIGN, ALLOC_PROBE_STREAM)
+    ALLOC_PROBE.append((type(allocator).__name__, buffer.data_ptr()))
+    del buffer
+    return fake_bench(kernel_call, quantiles)
+
+
+@triton.autotune(configs=_BLOCK_CONFIGS, key=["n"], do_bench=alloc_probe_bench)
+@triton.jit
+def alloc_probe_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0), mask=mask)
+
+
+class UserBuffer:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+    def data_ptr(self):
+        return self.ptr
+
+
+def user_allocator(size, alignment, stream):
+    """A Python user's own triton.set_allocator allocator (fake addresses: never used)."""
+    return UserBuffer(0x7770000 + size)
