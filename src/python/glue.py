@@ -349,6 +349,290 @@ def _patch_lang_tensor_with_index(patch):
     return patched
 
 
+# ---- heuristics as expressions the runtime evaluates (src/core/expr.h) ----------------------
+
+
+class NotTranslatable(Exception):
+    """A heuristic outside the forms the runtime evaluates; the message names the construct."""
+
+
+_BINOPS = {"Add": "add", "Sub": "sub", "Mult": "mul", "Div": "truediv", "FloorDiv": "floordiv",
+           "Mod": "mod", "Pow": "pow", "LShift": "lshift", "RShift": "rshift", "BitAnd": "bitand",
+           "BitOr": "bitor", "BitXor": "bitxor"}
+_UNARY = {"USub": "neg", "UAdd": "pos", "Not": "not", "Invert": "invert"}
+_COMPARE = {"Eq": "eq", "NotEq": "ne", "Lt": "lt", "LtE": "le", "Gt": "gt", "GtE": "ge"}
+
+
+def _function_node(fn):
+    """The ast node (Lambda or FunctionDef) of fn, from its module's source."""
+    import ast
+    import builtins  # compile() is this module's
+    import inspect
+    import linecache
+
+    code = fn.__code__
+    try:
+        filename = inspect.getsourcefile(fn) or code.co_filename
+    except TypeError:
+        filename = code.co_filename
+    lines = linecache.getlines(filename)
+    if not lines:
+        raise NotTranslatable("its source is not available (%s)" % code.co_filename)
+    source = "".join(lines)
+    tree = ast.parse(source, filename)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno:
+            found.append(node)
+        elif isinstance(node, ast.FunctionDef) and node.name == code.co_name:
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            if first == code.co_firstlineno:
+                found.append(node)
+    if len(found) > 1:
+        # Several lambdas on one line: the one that compiles to fn's code.
+        def same(node):
+            wrapper = ast.Expression(body=node) if isinstance(node, ast.Lambda) else ast.Module(
+                body=[node], type_ignores=[])
+            ast.fix_missing_locations(wrapper)
+            compiled = builtins.compile(wrapper, filename,
+                                        "eval" if isinstance(node, ast.Lambda) else "exec")
+            for c in compiled.co_consts:
+                if hasattr(c, "co_code") and c.co_code == code.co_code and c.co_names == code.co_names \
+                        and c.co_consts == code.co_consts:
+                    return True
+            return False
+
+        found = [n for n in found if same(n)] or found[:1]
+    if not found:
+        raise NotTranslatable("its source was not found in %s line %d" % (filename, code.co_firstlineno))
+    return found[0], source
+
+
+class _Translator:
+    def __init__(self, fn, params, source):
+        import builtins
+
+        self.fn = fn
+        self.params = {name: i for i, name in enumerate(params)}
+        self.source = source
+        self.scope = dict(vars(builtins))
+        self.scope.update(fn.__globals__)
+        if fn.__closure__:
+            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                try:
+                    self.scope[name] = cell.cell_contents
+                except ValueError:
+                    pass
+
+    def stop(self, node, what):
+        import ast
+
+        text = ast.get_source_segment(self.source, node) or type(node).__name__
+        raise NotTranslatable("%s: %s" % (what, text))
+
+    def translate(self, node):
+        import ast
+
+        if isinstance(node, ast.Lambda):
+            a = node.args
+            if len(a.args) != 1 or a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+                self.stop(node, "a heuristic that does not take one argument")
+            self.argname = a.args[0].arg
+            return self.expr(node.body)
+        a = node.args
+        if len(a.args) != 1 or a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+            self.stop(node, "a heuristic that does not take one argument")
+        self.argname = a.args[0].arg
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            body = body[1:]  # the docstring
+        if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+            self.stop(node, "a function body other than one return statement")
+        return self.expr(body[0].value)
+
+    def constant(self, value, node):
+        if value is None:
+            return ("none",)
+        if isinstance(value, bool):
+            return ("bool", value)
+        if isinstance(value, int):
+            if not -(2**63) <= value < 2**63:
+                self.stop(node, "an int constant beyond 64 bits")
+            return ("int", value)
+        if isinstance(value, float):
+            return ("float", value)
+        if isinstance(value, str):
+            return ("str", value)
+        dtype = self.dtype_constant(value)
+        if dtype is not None:
+            return dtype
+        self.stop(node, "a constant of type %s" % type(value).__name__)
+
+    @staticmethod
+    def dtype_constant(value):
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(value, torch.dtype):
+            return ("dtype", "torch", str(value).split(".")[-1])
+        try:
+            import triton.language as tl
+        except ImportError:
+            return None
+        if isinstance(value, tl.dtype):
+            return ("dtype", "triton", value.name)
+        return None
+
+    def resolve(self, node):
+        """The object a Name or an attribute chain of names denotes (a module, a function, a
+        constant), read now."""
+        import ast
+
+        if isinstance(node, ast.Name):
+            if node.id == self.argname:
+                self.stop(node, "the whole arguments dict")
+            if node.id not in self.scope:
+                self.stop(node, "a name it does not define")
+            return self.scope[node.id]
+        if isinstance(node, ast.Attribute):
+            base = self.resolve(node.value)
+            if not hasattr(base, node.attr):
+                self.stop(node, "an attribute that does not exist")
+            return getattr(base, node.attr)
+        self.stop(node, "an expression that is not a name")
+
+    def param_of(self, node):
+        """The parameter index of args["name"], or None when node is not such a read."""
+        import ast
+
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
+                and node.value.id == self.argname:
+            key = node.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                if key.value not in self.params:
+                    self.stop(node, "an argument that is not a parameter of the kernel")
+                return self.params[key.value]
+            self.stop(node, "an argument read with a key that is not a string constant")
+        return None
+
+    def expr(self, node):
+        import ast
+
+        import triton
+
+        p = self.param_of(node)
+        if p is not None:
+            return ("arg", p)
+        if isinstance(node, ast.Constant):
+            return self.constant(node.value, node)
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            if isinstance(node, ast.Attribute) and node.attr == "dtype":
+                q = self.param_of(node.value)
+                if q is not None:
+                    return ("arg_dtype", q)
+            return self.constant(self.resolve(node), node)
+        if isinstance(node, ast.BinOp):
+            op = _BINOPS.get(type(node.op).__name__)
+            if op is None:
+                self.stop(node, "the operator %s" % type(node.op).__name__)
+            return (op, self.expr(node.left), self.expr(node.right))
+        if isinstance(node, ast.UnaryOp):
+            return (_UNARY[type(node.op).__name__], self.expr(node.operand))
+        if isinstance(node, ast.BoolOp):
+            op = "and" if isinstance(node.op, ast.And) else "or"
+            out = self.expr(node.values[0])
+            for v in node.values[1:]:
+                out = (op, out, self.expr(v))
+            return out
+        if isinstance(node, ast.IfExp):
+            return ("if", self.expr(node.test), self.expr(node.body), self.expr(node.orelse))
+        if isinstance(node, ast.Compare):
+            parts = []
+            left = node.left
+            for op, right in zip(node.ops, node.comparators):
+                parts.append(self.comparison(node, op, left, right))
+                left = right
+            out = parts[0]
+            for part in parts[1:]:
+                out = ("and", out, part)
+            return out
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        self.stop(node, "the construct %s" % type(node).__name__)
+
+    def comparison(self, node, op, left, right):
+        import ast
+
+        name = type(op).__name__
+        if name in ("Is", "IsNot"):
+            singleton = None
+            other = None
+            for a, b in ((left, right), (right, left)):
+                if isinstance(b, ast.Constant) and (b.value is None or isinstance(b.value, bool)):
+                    singleton, other = b, a
+                    break
+            if singleton is None:
+                self.stop(node, "`is` other than against None, True or False")
+            p = self.param_of(other)
+            if p is not None and singleton.value is None:
+                out = ("arg_is_none", p)
+            else:
+                out = ("is", self.expr(other), self.constant(singleton.value, singleton))
+            return ("not", out) if name == "IsNot" else out
+        if name not in _COMPARE:
+            self.stop(node, "the comparison %s" % name)
+        return (_COMPARE[name], self.expr(left), self.expr(right))
+
+    def call(self, node):
+        import ast
+        import builtins
+
+        import triton
+
+        if node.keywords:
+            self.stop(node, "a call with keyword arguments")
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            self.stop(node, "a call with *arguments")
+        f = node.func
+        if isinstance(f, ast.Attribute) and f.attr == "element_size" and not node.args:
+            q = self.param_of(f.value)
+            if q is not None:
+                return ("arg_element_size", q)
+        fn = self.resolve(f)
+        args = node.args
+        if fn is builtins.min or fn is builtins.max:
+            if len(args) < 2:
+                self.stop(node, "min or max of one iterable")
+            op = "min" if fn is builtins.min else "max"
+            out = self.expr(args[0])
+            for a in args[1:]:
+                out = (op, out, self.expr(a))
+            return out
+        one = {builtins.abs: "abs", builtins.int: "to_int", builtins.float: "to_float",
+               builtins.bool: "to_bool", triton.next_power_of_2: "next_power_of_2"}
+        for known, op in one.items():
+            if fn is known:
+                if len(args) != 1:
+                    self.stop(node, "%s with %d arguments" % (op, len(args)))
+                return (op, self.expr(args[0]))
+        if fn is triton.cdiv:
+            if len(args) != 2:
+                self.stop(node, "triton.cdiv with %d arguments" % len(args))
+            return ("cdiv", self.expr(args[0]), self.expr(args[1]))
+        self.stop(node, "a call of %s" % getattr(fn, "__qualname__", type(fn).__name__))
+
+
+def heuristic_expression(fn, params):
+    """The heuristic fn (a lambda or a function of one argument, `args`) as a tree of tuples
+    the runtime turns into an expression program (src/python/expr.cc, src/core/expr.h):
+    ("int", 3), ("arg", parameter index), ("add", a, b), ... Names other than args and
+    builtins are read now (a global or closure constant is frozen at its current value).
+    Raises NotTranslatable naming the construct it cannot translate."""
+    if not hasattr(fn, "__code__"):
+        raise NotTranslatable("a %s, not a function" % type(fn).__name__)
+    node, source = _function_node(fn)
+    return _Translator(fn, params, source).translate(node)
+
+
 # ---- @triton.heuristics and @triton.autotune -----------------------------------------------
 
 _TORCH_DTYPES = {

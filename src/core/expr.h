@@ -1,0 +1,163 @@
+#pragma once
+
+// Expressions the runtime evaluates without Python: a @triton.heuristics function (and, later,
+// a config's pre-hook) translated by the JIT layer into a small tree of Python operations over
+// the call's arguments. The evaluator gives what Python gives for the same arguments (types
+// included: ints stay ints, `and` / `or` return an operand, max returns the first maximum),
+// or says it cannot (a value beyond what it models): then the caller falls back to what it did
+// without the expression. Programs are plain data: encoded into bundles, decoded with every
+// field checked (node count, child order, depth, parameter indices, strings).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/internal_api.h"
+#include "triton_embed/detail/arg_value.h"
+#include "triton_embed/dtype.h"
+
+namespace triton_embed::detail::expr {
+
+// One operation. Children are earlier nodes (a program is in post-order), so a program is
+// acyclic by construction and its depth is bounded at decode.
+enum class Op : uint8_t {
+  // Constants: the node's value.
+  kNone,
+  kBool,
+  kInt,
+  kFloat,
+  kStr,
+  kDType,  // flag: kTorchDType (torch.float16) or kTritonDType (tl.float16); they never compare equal
+  // Reads of parameter `param`: args["name"], args["name"].dtype,
+  // args["name"].element_size(), args["name"] is None.
+  kArg,
+  kArgDType,
+  kArgElementSize,
+  kArgIsNone,
+  // Unary (a): -x, +x, not x, ~x, abs(x), triton.next_power_of_2(x), int(x), float(x), bool(x).
+  kNeg,
+  kPos,
+  kNot,
+  kInvert,
+  kAbs,
+  kNextPow2,
+  kToInt,
+  kToFloat,
+  kToBool,
+  // Binary (a, b).
+  kAdd,
+  kSub,
+  kMul,
+  kTrueDiv,
+  kFloorDiv,
+  kMod,
+  kPow,
+  kLShift,
+  kRShift,
+  kBitAnd,
+  kBitOr,
+  kBitXor,
+  kCdiv,  // triton.cdiv(a, b) = (a + (b - 1)) // b
+  kMin,   // min(a, b): a unless b < a
+  kMax,   // max(a, b): a unless b > a
+  kEq,
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kIsSame,  // a is b, for None and bools (True is True)
+  kAnd,     // a and b: a if falsy, else b
+  kOr,      // a or b: a if truthy, else b
+  // Ternary: b if a else c.
+  kIf,
+  kCount
+};
+
+inline constexpr uint8_t kTorchDType = 0;
+inline constexpr uint8_t kTritonDType = 1;
+
+struct Node {
+  Op op = Op::kNone;
+  uint8_t flag = 0;      // kDType: its flavour
+  uint16_t param = 0;    // kArg*: the parameter's index
+  uint32_t a = 0, b = 0, c = 0;  // children (node indices, each below this node's)
+  int64_t i = 0;         // kBool, kInt; kDType: the DType
+  double f = 0;          // kFloat
+  std::string s;         // kStr
+};
+
+// Limits a program must keep (decode refuses more): nodes, nesting, string bytes.
+inline constexpr size_t kMaxNodes = 1024;
+inline constexpr int kMaxDepth = 64;
+inline constexpr size_t kMaxString = 4096;
+
+// A checked program: nodes in post-order, the last the result.
+class Program {
+ public:
+  Program() = default;
+  // Checks `nodes` (what decode checks) and keeps them; throws ValueError naming the problem
+  // (callers that decode untrusted bytes use decode()).
+  TE_INTERNAL_API static Program from_nodes(std::vector<Node> nodes);
+  // The program's bytes (a version byte, then the nodes); decode(encode(p)) == p.
+  TE_INTERNAL_API std::string encode() const;
+  // Decodes and checks `bytes`; on failure returns false and says why in `why`.
+  TE_INTERNAL_API static bool decode(std::string_view bytes, uint32_t num_params, Program* out,
+                                     std::string* why);
+
+  bool empty() const noexcept { return nodes_.empty(); }
+  const std::vector<Node>& nodes() const noexcept { return nodes_; }
+  // The parameters it reads, ascending, each with what of it (value or dtype).
+  struct Read {
+    uint16_t param;
+    bool dtype;  // .dtype / .element_size() (else the value, or `is None`)
+  };
+  const std::vector<Read>& reads() const noexcept { return reads_; }
+  // Python-like source text, for listings and messages.
+  TE_INTERNAL_API std::string str(const std::vector<std::string>& param_names) const;
+
+ private:
+  static std::string check(const std::vector<Node>& nodes, uint32_t num_params);
+  void index_reads();
+  std::vector<Node> nodes_;
+  std::vector<Read> reads_;
+};
+
+// A value as Python would hold it.
+struct Value {
+  enum class Kind : uint8_t { kNone, kBool, kInt, kFloat, kStr, kDType } kind = Kind::kNone;
+  uint8_t flavour = 0;  // kDType
+  __int128 i = 0;       // kBool (0/1), kInt
+  double f = 0;         // kFloat
+  std::string_view s;   // kStr (into the program, or an argument's bytes)
+  DType dtype = DType::invalid;
+};
+
+// Why an evaluation gave no value.
+enum class Fault : uint8_t {
+  kNone,
+  kZeroDivision,  // Python raises ZeroDivisionError
+  kTypeError,     // Python raises TypeError (e.g. None < 1, 1.5 | 2)
+  kValueError,    // Python raises ValueError (a negative shift count, int() of nan)
+  kOverflowError, // Python raises OverflowError (int() of inf, a float ** that overflows)
+  kUnmodelled,    // Python gives a value this evaluator does not model (an int beyond 128 bits,
+                  // a complex power, a string built by an operation, an argument it cannot read)
+};
+
+struct Result {
+  Value value;
+  Fault fault = Fault::kNone;
+  std::string what;  // for a fault: the operation, in Python terms
+};
+
+// Evaluates `p` over `args` (indexed by parameter; what a heuristic sees as args[name]).
+TE_INTERNAL_API Result evaluate(const Program& p, const ArgValue* args, uint32_t num_args);
+
+// The ArgValue a heuristic's result becomes (a constexpr or an option), or false when Triton
+// would see a value no ArgValue holds (a torch dtype, an int beyond 64 bits). A string's
+// bytes stay where the value points (the program, or the call's argument): a caller that keeps
+// the ArgValue beyond the call keeps a copy.
+TE_INTERNAL_API bool to_arg(const Value& v, ArgValue* out);
+
+}  // namespace triton_embed::detail::expr

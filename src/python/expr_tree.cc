@@ -1,0 +1,116 @@
+#include "python/expr_tree.h"
+
+#include <cstring>
+
+#include "core/errors.h"
+
+namespace triton_embed::detail::py {
+
+namespace {
+
+using expr::Node;
+using expr::Op;
+
+struct OpName {
+  const char* name;
+  Op op;
+};
+
+// glue.py's tree names, and the operation each is.
+constexpr OpName kOps[] = {
+    {"neg", Op::kNeg},          {"pos", Op::kPos},        {"not", Op::kNot},
+    {"invert", Op::kInvert},    {"abs", Op::kAbs},        {"next_power_of_2", Op::kNextPow2},
+    {"to_int", Op::kToInt},     {"to_float", Op::kToFloat}, {"to_bool", Op::kToBool},
+    {"add", Op::kAdd},          {"sub", Op::kSub},        {"mul", Op::kMul},
+    {"truediv", Op::kTrueDiv},  {"floordiv", Op::kFloorDiv}, {"mod", Op::kMod},
+    {"pow", Op::kPow},          {"lshift", Op::kLShift},  {"rshift", Op::kRShift},
+    {"bitand", Op::kBitAnd},    {"bitor", Op::kBitOr},    {"bitxor", Op::kBitXor},
+    {"cdiv", Op::kCdiv},        {"min", Op::kMin},        {"max", Op::kMax},
+    {"eq", Op::kEq},            {"ne", Op::kNe},          {"lt", Op::kLt},
+    {"le", Op::kLe},            {"gt", Op::kGt},          {"ge", Op::kGe},
+    {"is", Op::kIsSame},        {"and", Op::kAnd},        {"or", Op::kOr},
+    {"if", Op::kIf},
+};
+
+// Appends the nodes of `t` in post-order; returns the index of its root. `depth` bounds the
+// recursion (the program's check refuses deeper ones anyway).
+uint32_t add(pyb::handle t, std::vector<Node>& out, int depth) {
+  TE_CHECK(depth <= expr::kMaxDepth, ValueError)
+      << "the expression is nested deeper than " << expr::kMaxDepth;
+  TE_CHECK(out.size() < expr::kMaxNodes, ValueError)
+      << "the expression has more than " << expr::kMaxNodes << " operations";
+  const pyb::tuple tup = pyb::reinterpret_borrow<pyb::tuple>(t);
+  const std::string kind = tup[0].cast<std::string>();
+  Node n;
+  if (kind == "none") {
+    n.op = Op::kNone;
+  } else if (kind == "bool") {
+    n.op = Op::kBool;
+    n.i = tup[1].cast<bool>() ? 1 : 0;
+  } else if (kind == "int") {
+    n.op = Op::kInt;
+    n.i = tup[1].cast<int64_t>();
+  } else if (kind == "float") {
+    n.op = Op::kFloat;
+    n.f = tup[1].cast<double>();
+  } else if (kind == "str") {
+    n.op = Op::kStr;
+    n.s = tup[1].cast<std::string>();
+  } else if (kind == "dtype") {
+    n.op = Op::kDType;
+    n.flag = tup[1].cast<std::string>() == "triton" ? expr::kTritonDType : expr::kTorchDType;
+    const std::string name = tup[2].cast<std::string>();
+    const DType d = dtype_from_name(name);
+    TE_CHECK(d != DType::invalid, ValueError) << "the dtype " << name << ", which Triton has no type for";
+    n.i = static_cast<int64_t>(d);
+  } else if (kind == "arg" || kind == "arg_dtype" || kind == "arg_element_size" ||
+             kind == "arg_is_none") {
+    n.op = kind == "arg"         ? Op::kArg
+           : kind == "arg_dtype" ? Op::kArgDType
+           : kind == "arg_element_size" ? Op::kArgElementSize
+                                        : Op::kArgIsNone;
+    n.param = tup[1].cast<uint16_t>();
+  } else {
+    const OpName* found = nullptr;
+    for (const OpName& o : kOps) {
+      if (kind == o.name) found = &o;
+    }
+    TE_ICHECK(found != nullptr) << "glue.py's expression tree has an unknown node '" << kind << "'";
+    n.op = found->op;
+    const size_t nk = tup.size() - 1;
+    TE_ICHECK(nk >= 1 && nk <= 3) << "expression node '" << kind << "' with " << nk << " operands";
+    uint32_t kids[3] = {0, 0, 0};
+    for (size_t k = 0; k < nk; ++k) kids[k] = add(tup[k + 1], out, depth + 1);
+    n.a = kids[0];
+    n.b = kids[1];
+    n.c = kids[2];
+  }
+  out.push_back(std::move(n));
+  return static_cast<uint32_t>(out.size() - 1);
+}
+
+}  // namespace
+
+expr::Program heuristic_program(pyb::handle fn, const std::vector<std::string>& params,
+                                std::string* why) {
+  pyb::list names;
+  for (const std::string& p : params) names.append(p);
+  pyb::object tree;
+  try {
+    tree = glue().attr("heuristic_expression")(fn, names);
+  } catch (pyb::error_already_set& e) {
+    if (exception_type(e) != "NotTranslatable") throw;
+    *why = pyb::str(e.value()).cast<std::string>();
+    return {};
+  }
+  std::vector<Node> nodes;
+  try {
+    add(tree, nodes, 1);
+    return expr::Program::from_nodes(std::move(nodes));
+  } catch (const ValueError& e) {
+    *why = e.what();
+    return {};
+  }
+}
+
+}  // namespace triton_embed::detail::py

@@ -1,0 +1,115 @@
+"""Heuristics of every form the runtime evaluates without Python (src/core/expr.h), with the
+kinds of random arguments to try them on, and forms it does not take (test_expr.cc)."""
+
+import math
+import random
+
+import torch
+import triton
+import triton.language as tl
+
+LIMIT = 96  # a global constant a heuristic reads (frozen when translated)
+SCALE = 2.5
+
+# name -> (parameter kinds, heuristic). Kinds: "int", "small" (small ints), "pos" (positive
+# ints), "float", "bool", "str", "ptr" (a typed pointer), "ptr_or_none".
+CASES = {
+    "add_sub_mul": ({"a": "int", "b": "int"}, lambda args: args["a"] + args["b"] * 3 - args["a"] * args["b"]),
+    "truediv": ({"a": "int", "b": "small"}, lambda args: args["a"] / args["b"]),
+    "floordiv_mod": ({"a": "int", "b": "small"}, lambda args: args["a"] // args["b"] + args["a"] % args["b"]),
+    "float_arith": ({"x": "float", "y": "float"}, lambda args: args["x"] * args["y"] - args["x"] / (args["y"] + 0.5)),
+    "float_floordiv_mod": ({"x": "float", "y": "float"}, lambda args: args["x"] // args["y"] + args["x"] % args["y"]),
+    "mixed": ({"a": "int", "x": "float"}, lambda args: args["a"] * SCALE + args["x"] // 3),
+    "pow": ({"a": "small", "b": "small"}, lambda args: args["a"] ** abs(args["b"] % 5) + 2 ** args["b"]),
+    "unary": ({"a": "int", "x": "float"}, lambda args: -args["a"] + +args["x"] - ~args["a"]),
+    "bitwise": ({"a": "int", "b": "small"}, lambda args: (args["a"] & 0xFF0) | (args["b"] ^ 5) | (args["a"] >> 3) | (args["b"] << 2)),
+    "compare_chain": ({"a": "int", "b": "int", "x": "float"}, lambda args: args["a"] < args["b"] <= args["x"]),
+    "compare_all": ({"a": "small", "x": "float"}, lambda args: (args["a"] == args["x"]) + (args["a"] != 3) + (args["a"] >= args["x"]) * 2 + (args["x"] > 0) * 4),
+    "and_or": ({"a": "small", "x": "float", "s": "str"}, lambda args: args["a"] and args["x"] or args["s"]),
+    "not": ({"a": "small", "s": "str"}, lambda args: not args["a"] or not args["s"]),
+    "ifexp": ({"n": "pos"}, lambda args: 64 if args["n"] <= 1024 else (128 if args["n"] <= 8192 else 256)),
+    "min_max_abs": ({"a": "int", "b": "int", "x": "float"}, lambda args: max(min(args["a"], args["b"], LIMIT), abs(args["x"]), -7)),
+    "max_ties": ({"a": "small", "x": "float"}, lambda args: max(args["a"], args["x"])),
+    "next_power_of_2": ({"n": "int"}, lambda args: triton.next_power_of_2(args["n"])),
+    "cdiv": ({"a": "int", "b": "small"}, lambda args: triton.cdiv(args["a"], args["b"])),
+    "block_rule": ({"n": "pos"}, lambda args: min(max(triton.next_power_of_2(args["n"]), 16), 4096)),
+    "warps": ({"n": "pos"}, lambda args: 4 if args["n"] < 2048 else 8 if args["n"] < 8192 else 16),
+    "even": ({"n": "pos", "b": "pos"}, lambda args: args["n"] % args["b"] == 0),
+    "constants": ({"a": "small"}, lambda args: None if args["a"] > 3 else True if args["a"] > 0 else 1.5 if args["a"] else "x"),
+    "strings": ({"s": "str"}, lambda args: args["s"] == "relu" or args["s"] < "m"),
+    "conversions": ({"x": "float", "a": "small"}, lambda args: int(args["x"]) + float(args["a"]) + bool(args["x"])),
+    "dtype": ({"p": "ptr"}, lambda args: args["p"].dtype == torch.float16 or args["p"].dtype == torch.bfloat16),
+    "triton_dtype": ({"p": "ptr"}, lambda args: args["p"].dtype == tl.float16),
+    "element_size": ({"p": "ptr", "n": "pos"}, lambda args: args["n"] * args["p"].element_size()),
+    "is_none": ({"q": "ptr_or_none"}, lambda args: args["q"] is not None),
+    "is_bool": ({"b": "bool"}, lambda args: args["b"] is True),
+    "bools": ({"b": "bool", "a": "small"}, lambda args: args["b"] + args["a"] if args["b"] & True else -args["b"]),
+}
+
+
+def defined_heuristic(args):
+    """A named function with a docstring is taken too."""
+    return triton.cdiv(args["n"], 128) * 128
+
+
+CASES["def"] = ({"n": "pos"}, defined_heuristic)
+
+# Forms outside the evaluator, each with the construct it names.
+UNSUPPORTED = {
+    "comprehension": (lambda args: [v for v in args.values()], "the construct ListComp"),
+    "whole_dict": (lambda args: len(args), "a call of len"),
+    "method": (lambda args: args["s"].upper(), "an expression that is not a name"),
+    "shape": (lambda args: args["p"].shape[0], "the construct Subscript"),
+    "unknown_arg": (lambda args: args["nope"], "an argument that is not a parameter of the kernel"),
+    "keywords": (lambda args: max(1, 2, key=abs), "a call with keyword arguments"),
+    "in": (lambda args: args["s"] in ("a", "b"), "the comparison In"),
+    "is_int": (lambda args: args["a"] is LIMIT, "`is` other than against None, True or False"),
+    "math": (lambda args: math.log2(args["a"]), "a call of log2"),
+}
+UNSUPPORTED_PARAMS = ["a", "s", "p"]
+
+
+def _random_value(kind, rng):
+    if kind == "int":
+        r = rng.random()
+        if r < 0.15:
+            return rng.choice([0, 1, -1, 2, 16, 17, 1023, 1024, 1025, -1024])
+        if r < 0.25:
+            return rng.randint(-(2**62), 2**62)
+        return rng.randint(-(2**20), 2**20)
+    if kind == "small":
+        return rng.randint(-9, 9)
+    if kind == "pos":
+        return rng.choice([1, 2, 15, 16, 17, 1000, 1024, 2047, 2048, 8191, 8192, 10**6]) \
+            if rng.random() < 0.3 else rng.randint(1, 2**17)
+    if kind == "float":
+        r = rng.random()
+        if r < 0.1:
+            return rng.choice([0.0, -0.0, 1.0, -1.0, 0.5, 3.0, float("inf"), -float("inf"), float("nan"), 1e300])
+        return rng.uniform(-1000, 1000) if r < 0.8 else float(rng.randint(-50, 50))
+    if kind == "bool":
+        return rng.random() < 0.5
+    if kind == "str":
+        return rng.choice(["", "relu", "gelu", "a", "z", "relu2", "m"])
+    if kind in ("ptr", "ptr_or_none"):
+        if kind == "ptr_or_none" and rng.random() < 0.4:
+            return None
+        return torch.empty(0, dtype=rng.choice([torch.float16, torch.bfloat16, torch.float32,
+                                                 torch.int8, torch.int64, torch.float64]))
+    raise ValueError(kind)
+
+
+def random_args(name, seed):
+    """Random arguments for case `name`: a dict as the heuristic gets it."""
+    rng = random.Random(seed)
+    kinds, _ = CASES[name]
+    return {p: _random_value(k, rng) for p, k in kinds.items()}
+
+
+def run(name, args):
+    """What Python's heuristic gives: ("value", v) or ("raise", exception type name)."""
+    _, fn = CASES[name]
+    try:
+        return ("value", fn(dict(args)))
+    except Exception as e:  # noqa: BLE001  (the type is what is compared)
+        return ("raise", type(e).__name__)
