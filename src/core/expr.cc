@@ -19,7 +19,7 @@ enum class Arity : uint8_t { kLeaf, kUnary, kBinary, kTernary };
 
 Arity arity(Op op) {
   if (op <= Op::kArgIsNone) return Arity::kLeaf;
-  if (op <= Op::kToBool) return Arity::kUnary;
+  if (op <= Op::kArgOr) return Arity::kUnary;
   if (op <= Op::kOr) return Arity::kBinary;
   return Arity::kTernary;
 }
@@ -28,7 +28,7 @@ const char* op_text(Op op) {
   static const char* const kText[] = {
       "None", "bool", "int", "float", "str", "dtype", "arg", ".dtype", ".element_size()",
       "is None", "-", "+", "not", "~", "abs", "triton.next_power_of_2", "int", "float", "bool",
-      "+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^", "triton.cdiv", "min",
+      ".get", "+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^", "triton.cdiv", "min",
       "max", "==", "!=", "<", "<=", ">", ">=", "is", "and", "or", "if"};
   static_assert(sizeof(kText) / sizeof(kText[0]) == static_cast<size_t>(Op::kCount));
   return kText[static_cast<size_t>(op)];
@@ -86,7 +86,8 @@ std::string Program::check(const std::vector<Node>& nodes, uint32_t num_params) 
     if (depth[n] > kMaxDepth) {
       return "node " + std::to_string(n) + ": nested deeper than " + std::to_string(kMaxDepth);
     }
-    if (x.op >= Op::kArg && x.op <= Op::kArgIsNone && x.param >= num_params) {
+    const bool reads = (x.op >= Op::kArg && x.op <= Op::kArgIsNone) || x.op == Op::kArgOr;
+    if (reads && x.param >= num_params) {
       return "node " + std::to_string(n) + ": parameter " + std::to_string(x.param) +
              " of a kernel with " + std::to_string(num_params);
     }
@@ -103,7 +104,7 @@ std::string Program::check(const std::vector<Node>& nodes, uint32_t num_params) 
 void Program::index_reads() {
   reads_.clear();
   for (const Node& x : nodes_) {
-    if (x.op < Op::kArg || x.op > Op::kArgIsNone) continue;
+    if ((x.op < Op::kArg || x.op > Op::kArgIsNone) && x.op != Op::kArgOr) continue;
     const bool dtype = x.op == Op::kArgDType || x.op == Op::kArgElementSize;
     bool seen = false;
     for (const Read& r : reads_) seen |= r.param == x.param && r.dtype == dtype;
@@ -230,7 +231,12 @@ struct Eval {
   const Program& p;
   const ArgValue* args;
   uint32_t nargs;
+  const uint64_t* given;
   Result r;
+
+  bool has(uint16_t param) const {
+    return param < nargs && (given == nullptr || ((given[param >> 6] >> (param & 63)) & 1) != 0);
+  }
 
   bool fail(Fault f, const std::string& what) {
     if (r.fault == Fault::kNone) {
@@ -260,7 +266,7 @@ struct Eval {
   }
 
   bool arg(uint16_t param, Value* out) {
-    if (param >= nargs) return fail(Fault::kUnmodelled, "an argument the call does not have");
+    if (!has(param)) return fail(Fault::kKeyError, "an argument the call did not give");
     const ArgValue& a = args[param];
     switch (a.kind) {
       case ArgKind::kNone: *out = none(); return true;
@@ -290,7 +296,7 @@ struct Eval {
   }
 
   bool arg_dtype(uint16_t param, DType* out) {
-    if (param >= nargs) return fail(Fault::kUnmodelled, "an argument the call does not have");
+    if (!has(param)) return fail(Fault::kKeyError, "an argument the call did not give");
     const ArgValue& a = args[param];
     if (a.kind != ArgKind::kPointer || a.dtype == DType::invalid) {
       // Python: AttributeError ('int' object has no attribute 'dtype'), or an object whose
@@ -680,9 +686,11 @@ struct Eval {
         return true;
       }
       case Op::kArgIsNone:
-        if (x.param >= nargs) return fail(Fault::kUnmodelled, "an argument the call does not have");
+        if (!has(x.param)) return fail(Fault::kKeyError, "an argument the call did not give");
         *out = boolean(args[x.param].kind == ArgKind::kNone);
         return true;
+      case Op::kArgOr:
+        return has(x.param) ? arg(x.param, out) : eval(x.a, out);
       case Op::kAnd:
       case Op::kOr: {
         Value a;
@@ -732,8 +740,8 @@ struct Eval {
 
 }  // namespace
 
-Result evaluate(const Program& p, const ArgValue* args, uint32_t num_args) {
-  Eval e{p, args, num_args, {}};
+Result evaluate(const Program& p, const ArgValue* args, uint32_t num_args, const uint64_t* given) {
+  Eval e{p, args, num_args, given, {}};
   if (p.empty()) {
     e.fail(Fault::kUnmodelled, "an empty program");
     return e.r;
@@ -741,6 +749,37 @@ Result evaluate(const Program& p, const ArgValue* args, uint32_t num_args) {
   Value v;
   if (e.eval(static_cast<uint32_t>(p.nodes().size() - 1), &v)) e.r.value = v;
   return e.r;
+}
+
+HookResult apply(const Hook& h, const ArgValue* args, uint32_t num_args, const uint64_t* given) {
+  HookResult out;
+  for (const HookAction& a : h.actions) {
+    if (a.kind == HookAction::Kind::kZero) {
+      out.zeroed.push_back(a.param);
+      continue;
+    }
+    std::vector<int64_t> dims;
+    for (const Program& d : a.dims) {
+      Result r = evaluate(d, args, num_args, given);
+      if (r.fault == Fault::kNone && r.value.kind != Value::Kind::kInt) {
+        r.fault = Fault::kUnmodelled;
+        r.what = "a block dimension that is not an int";
+      }
+      if (r.fault == Fault::kNone && (r.value.i < std::numeric_limits<int64_t>::min() ||
+                                      r.value.i > std::numeric_limits<int64_t>::max())) {
+        r.fault = Fault::kUnmodelled;
+        r.what = "a block dimension beyond 64 bits";
+      }
+      if (r.fault != Fault::kNone) {
+        out.fault = r.fault;
+        out.what = std::move(r.what);
+        return out;
+      }
+      dims.push_back(static_cast<int64_t>(r.value.i));
+    }
+    out.blocks.emplace_back(a.param, std::move(dims));
+  }
+  return out;
 }
 
 bool to_arg(const Value& v, ArgValue* out) {
@@ -781,6 +820,96 @@ bool to_arg(const Value& v, ArgValue* out) {
   return false;
 }
 
+// ---- hooks: u8 format, u32 action count, then per action: u8 kind, u16 param, u32 dims, each
+// dim a u32 length and a program's bytes.
+
+std::string Hook::encode() const {
+  std::string out;
+  put(out, kFormat);
+  put(out, static_cast<uint32_t>(actions.size()));
+  for (const HookAction& a : actions) {
+    put(out, static_cast<uint8_t>(a.kind));
+    put(out, a.param);
+    put(out, static_cast<uint32_t>(a.dims.size()));
+    for (const Program& d : a.dims) {
+      const std::string b = d.encode();
+      put(out, static_cast<uint32_t>(b.size()));
+      put(out, b.data(), b.size());
+    }
+  }
+  return out;
+}
+
+bool Hook::decode(std::string_view bytes, uint32_t num_params, Hook* out, std::string* why) {
+  Reader r{bytes};
+  const uint8_t format = r.get<uint8_t>();
+  if (r.ok && format != kFormat) {
+    *why = "hook format " + std::to_string(format) + ", this library reads " + std::to_string(kFormat);
+    return false;
+  }
+  const uint32_t count = r.get<uint32_t>();
+  if (r.ok && count > 64) {
+    *why = std::to_string(count) + " hook actions (at most 64)";
+    return false;
+  }
+  Hook h;
+  for (uint32_t n = 0; r.ok && n < count; ++n) {
+    HookAction a;
+    const uint8_t kind = r.get<uint8_t>();
+    a.param = r.get<uint16_t>();
+    const uint32_t ndims = r.get<uint32_t>();
+    if (!r.ok) break;
+    if (kind > static_cast<uint8_t>(HookAction::Kind::kZero) || a.param >= num_params ||
+        ndims > 5 || (kind == static_cast<uint8_t>(HookAction::Kind::kZero)) != (ndims == 0)) {
+      *why = "hook action " + std::to_string(n) + ": kind " + std::to_string(kind) + ", parameter " +
+             std::to_string(a.param) + ", " + std::to_string(ndims) + " dimensions";
+      return false;
+    }
+    a.kind = static_cast<HookAction::Kind>(kind);
+    for (uint32_t d = 0; d < ndims; ++d) {
+      const uint32_t len = r.get<uint32_t>();
+      if (!r.ok || bytes.size() - r.at < len) {
+        r.ok = false;
+        break;
+      }
+      Program p;
+      if (!Program::decode(bytes.substr(r.at, len), num_params, &p, why)) {
+        *why = "hook action " + std::to_string(n) + ", dimension " + std::to_string(d) + ": " + *why;
+        return false;
+      }
+      r.at += len;
+      a.dims.push_back(std::move(p));
+    }
+    h.actions.push_back(std::move(a));
+  }
+  if (!r.ok) {
+    *why = "truncated";
+    return false;
+  }
+  if (r.at != bytes.size()) {
+    *why = std::to_string(bytes.size() - r.at) + " bytes after the last hook action";
+    return false;
+  }
+  *out = std::move(h);
+  return true;
+}
+
+std::string Hook::str(const std::vector<std::string>& names) const {
+  std::string out;
+  for (const HookAction& a : actions) {
+    if (!out.empty()) out += "; ";
+    const std::string n = a.param < names.size() ? names[a.param] : "#" + std::to_string(a.param);
+    if (a.kind == HookAction::Kind::kZero) {
+      out += "nargs[\"" + n + "\"].zero_()";
+      continue;
+    }
+    out += "nargs[\"" + n + "\"].block_shape = [";
+    for (size_t d = 0; d < a.dims.size(); ++d) out += (d ? ", " : "") + a.dims[d].str(names);
+    out += "]";
+  }
+  return out;
+}
+
 std::string Program::str(const std::vector<std::string>& names) const {
   std::vector<std::string> text(nodes_.size());
   auto name = [&](uint16_t p) {
@@ -810,6 +939,11 @@ std::string Program::str(const std::vector<std::string>& names) const {
       case Op::kArgDType: t = name(x.param) + ".dtype"; break;
       case Op::kArgElementSize: t = name(x.param) + ".element_size()"; break;
       case Op::kArgIsNone: t = "(" + name(x.param) + " is None)"; break;
+      case Op::kArgOr: {
+        const std::string n = name(x.param);
+        t = "args.get(" + n.substr(5, n.size() - 6) + ", " + a + ")";
+        break;
+      }
       case Op::kNeg: case Op::kPos: case Op::kInvert: t = "(" + std::string(op_text(x.op)) + a + ")"; break;
       case Op::kNot: t = "(not " + a + ")"; break;
       case Op::kAbs: case Op::kNextPow2: case Op::kToInt: case Op::kToFloat: case Op::kToBool:

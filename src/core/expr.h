@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/internal_api.h"
@@ -45,6 +46,8 @@ enum class Op : uint8_t {
   kToInt,
   kToFloat,
   kToBool,
+  // args.get("name", a): the argument when the call gave it (or a config set it), else a.
+  kArgOr,
   // Binary (a, b).
   kAdd,
   kSub,
@@ -141,6 +144,7 @@ enum class Fault : uint8_t {
   kTypeError,     // Python raises TypeError (e.g. None < 1, 1.5 | 2)
   kValueError,    // Python raises ValueError (a negative shift count, int() of nan)
   kOverflowError, // Python raises OverflowError (int() of inf, a float ** that overflows)
+  kKeyError,      // Python raises KeyError (args["name"] of a parameter the call left out)
   kUnmodelled,    // Python gives a value this evaluator does not model (an int beyond 128 bits,
                   // a complex power, a string built by an operation, an argument it cannot read)
 };
@@ -152,7 +156,37 @@ struct Result {
 };
 
 // Evaluates `p` over `args` (indexed by parameter; what a heuristic sees as args[name]).
-TE_INTERNAL_API Result evaluate(const Program& p, const ArgValue* args, uint32_t num_args);
+// `given` (bit p of word p / 64; null: every parameter) says which parameters the dict Python
+// hands the function holds: the call's arguments and what earlier layers or the config set,
+// not the defaults of those left out.
+TE_INTERNAL_API Result evaluate(const Program& p, const ArgValue* args, uint32_t num_args,
+                                const uint64_t* given = nullptr);
+
+// A config's pre_hook as the runtime applies it (Autotuner.run calls it before the launch):
+// block shapes it sets on tensor descriptor arguments, and tensor arguments it zeroes.
+struct HookAction {
+  enum class Kind : uint8_t { kBlockShape, kZero } kind = Kind::kBlockShape;
+  uint16_t param = 0;
+  std::vector<Program> dims;  // kBlockShape: one program per dimension
+};
+struct Hook {
+  std::vector<HookAction> actions;  // in the order the hook makes them
+  TE_INTERNAL_API std::string encode() const;
+  TE_INTERNAL_API static bool decode(std::string_view bytes, uint32_t num_params, Hook* out,
+                                     std::string* why);
+  TE_INTERNAL_API std::string str(const std::vector<std::string>& param_names) const;
+};
+
+// What a hook did for one call: the block shapes it set (parameter, dimensions) and the
+// tensors it zeroed, or the fault that stopped it (a block dimension that is no int included).
+struct HookResult {
+  std::vector<std::pair<uint16_t, std::vector<int64_t>>> blocks;
+  std::vector<uint16_t> zeroed;
+  Fault fault = Fault::kNone;
+  std::string what;
+};
+TE_INTERNAL_API HookResult apply(const Hook& h, const ArgValue* args, uint32_t num_args,
+                                 const uint64_t* given = nullptr);
 
 // The ArgValue a heuristic's result becomes (a constexpr or an option), or false when Triton
 // would see a value no ArgValue holds (a torch dtype, an int beyond 64 bits). A string's

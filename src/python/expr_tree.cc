@@ -70,6 +70,10 @@ uint32_t add(pyb::handle t, std::vector<Node>& out, int depth) {
            : kind == "arg_element_size" ? Op::kArgElementSize
                                         : Op::kArgIsNone;
     n.param = tup[1].cast<uint16_t>();
+  } else if (kind == "arg_or") {
+    n.op = Op::kArgOr;
+    n.param = tup[1].cast<uint16_t>();
+    n.a = add(tup[2], out, depth + 1);
   } else {
     const OpName* found = nullptr;
     for (const OpName& o : kOps) {
@@ -89,28 +93,60 @@ uint32_t add(pyb::handle t, std::vector<Node>& out, int depth) {
   return static_cast<uint32_t>(out.size() - 1);
 }
 
+// glue's translation of fn, or none (with `why`) when it is not translatable.
+pyb::object translate(const char* what, pyb::handle fn, const std::vector<std::string>& params,
+                      std::string* why) {
+  pyb::list names;
+  for (const std::string& p : params) names.append(p);
+  try {
+    return glue().attr(what)(fn, names);
+  } catch (pyb::error_already_set& e) {
+    if (exception_type(e) != "NotTranslatable") throw;
+    *why = pyb::str(e.value()).cast<std::string>();
+    return pyb::object();
+  }
+}
+
+expr::Program program_of(pyb::handle tree) {
+  std::vector<Node> nodes;
+  add(tree, nodes, 1);
+  return expr::Program::from_nodes(std::move(nodes));
+}
+
 }  // namespace
 
 expr::Program heuristic_program(pyb::handle fn, const std::vector<std::string>& params,
                                 std::string* why) {
-  pyb::list names;
-  for (const std::string& p : params) names.append(p);
-  pyb::object tree;
+  const pyb::object tree = translate("heuristic_expression", fn, params, why);
+  if (!tree) return {};
   try {
-    tree = glue().attr("heuristic_expression")(fn, names);
-  } catch (pyb::error_already_set& e) {
-    if (exception_type(e) != "NotTranslatable") throw;
-    *why = pyb::str(e.value()).cast<std::string>();
-    return {};
-  }
-  std::vector<Node> nodes;
-  try {
-    add(tree, nodes, 1);
-    return expr::Program::from_nodes(std::move(nodes));
+    return program_of(tree);
   } catch (const ValueError& e) {
     *why = e.what();
     return {};
   }
+}
+
+expr::Hook hook_program(pyb::handle fn, const std::vector<std::string>& params, std::string* why) {
+  const pyb::object actions = translate("pre_hook_actions", fn, params, why);
+  if (!actions) return {};
+  expr::Hook h;
+  try {
+    for (pyb::handle a : actions) {
+      const pyb::tuple t = pyb::reinterpret_borrow<pyb::tuple>(a);
+      expr::HookAction act;
+      act.kind = t[0].cast<std::string>() == "zero" ? expr::HookAction::Kind::kZero
+                                                     : expr::HookAction::Kind::kBlockShape;
+      act.param = t[1].cast<uint16_t>();
+      for (pyb::handle d : t[2]) act.dims.push_back(program_of(d));
+      TE_CHECK(act.dims.size() <= 5, ValueError) << "a block shape of rank " << act.dims.size();
+      h.actions.push_back(std::move(act));
+    }
+  } catch (const ValueError& e) {
+    *why = e.what();
+    return {};
+  }
+  return h;
 }
 
 }  // namespace triton_embed::detail::py

@@ -415,6 +415,7 @@ class _Translator:
         self.fn = fn
         self.params = {name: i for i, name in enumerate(params)}
         self.source = source
+        self.env = {}  # a hook's local names: their expressions
         self.scope = dict(vars(builtins))
         self.scope.update(fn.__globals__)
         if fn.__closure__:
@@ -524,6 +525,11 @@ class _Translator:
             return ("arg", p)
         if isinstance(node, ast.Constant):
             return self.constant(node.value, node)
+        if isinstance(node, ast.Name) and node.id in self.env:
+            value = self.env[node.id]
+            if value is None:
+                self.stop(node, "a name set on one branch of an if only")
+            return value
         if isinstance(node, (ast.Name, ast.Attribute)):
             if isinstance(node, ast.Attribute) and node.attr == "dtype":
                 q = self.param_of(node.value)
@@ -597,6 +603,16 @@ class _Translator:
             q = self.param_of(f.value)
             if q is not None:
                 return ("arg_element_size", q)
+        if isinstance(f, ast.Attribute) and f.attr == "get" and isinstance(f.value, ast.Name) \
+                and f.value.id == self.argname:
+            key = node.args[0] if node.args else None
+            if len(node.args) not in (1, 2) or not isinstance(key, ast.Constant) \
+                    or not isinstance(key.value, str):
+                self.stop(node, "a get() other than of a string constant, with an optional default")
+            if key.value not in self.params:
+                self.stop(node, "an argument that is not a parameter of the kernel")
+            default = self.expr(node.args[1]) if len(node.args) == 2 else ("none",)
+            return ("arg_or", self.params[key.value], default)
         fn = self.resolve(f)
         args = node.args
         if fn is builtins.min or fn is builtins.max:
@@ -619,6 +635,98 @@ class _Translator:
                 self.stop(node, "triton.cdiv with %d arguments" % len(args))
             return ("cdiv", self.expr(args[0]), self.expr(args[1]))
         self.stop(node, "a call of %s" % getattr(fn, "__qualname__", type(fn).__name__))
+
+
+class _HookTranslator(_Translator):
+    """A config's pre_hook (def hook(nargs): ...) as the actions the runtime applies: block
+    shapes set on tensor descriptor arguments (nargs["d"].block_shape = [...]) and tensor
+    arguments zeroed (nargs["t"].zero_()), with local names and if / else over them."""
+
+    def hook(self, node):
+        import ast
+
+        a = node.args
+        if isinstance(node, ast.Lambda) or len(a.args) != 1 or a.vararg or a.kwarg \
+                or a.kwonlyargs or a.posonlyargs:
+            self.stop(node, "a pre_hook that is not a function of one argument")
+        self.argname = a.args[0].arg
+        effects = {}  # (kind, parameter) -> dims (a list of trees), in the order first made
+        self.block(node.body, effects)
+        return [(kind, p, dims) for (kind, p), dims in effects.items()]
+
+    def target_param(self, node):
+        p = self.param_of(node)
+        if p is None:
+            self.stop(node, "an object other than an argument, nargs[name]")
+        return p
+
+    def block(self, body, effects):
+        import ast
+
+        for st in body:
+            if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
+                continue  # a docstring
+            if isinstance(st, ast.Pass) or (isinstance(st, ast.Return) and st.value is None):
+                continue
+            if isinstance(st, ast.Assign) and len(st.targets) == 1:
+                t = st.targets[0]
+                if isinstance(t, ast.Name):
+                    self.env[t.id] = self.expr(st.value)
+                    continue
+                if isinstance(t, ast.Attribute) and t.attr == "block_shape":
+                    p = self.target_param(t.value)
+                    if not isinstance(st.value, (ast.List, ast.Tuple)):
+                        self.stop(st, "a block_shape that is not a list of expressions")
+                    effects[("block_shape", p)] = [self.expr(e) for e in st.value.elts]
+                    continue
+            if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
+                    and isinstance(st.value.func, ast.Attribute) and st.value.func.attr == "zero_" \
+                    and not st.value.args and not st.value.keywords:
+                p = self.target_param(st.value.func.value)
+                effects.setdefault(("zero", p), [])
+                continue
+            if isinstance(st, ast.If):
+                self.branch(st, effects)
+                continue
+            self.stop(st, "the statement %s" % type(st).__name__)
+
+    def branch(self, st, effects):
+        test = self.expr(st.test)
+        before_env = dict(self.env)
+        then_effects = dict(effects)
+        self.block(st.body, then_effects)
+        then_env = self.env
+        self.env = dict(before_env)
+        else_effects = dict(effects)
+        self.block(st.orelse, else_effects)
+        else_env = self.env
+        self.env = {}
+        for name in set(then_env) | set(else_env):
+            a, b = then_env.get(name), else_env.get(name)
+            self.env[name] = a if a == b else (("if", test, a, b) if a is not None and b is not None
+                                               else None)
+        for key in list(then_effects) + [k for k in else_effects if k not in then_effects]:
+            a, b = then_effects.get(key), else_effects.get(key)
+            if a is None or b is None:
+                if key[0] == "zero":
+                    self.stop(st, "a tensor zeroed on one branch of an if only")
+                self.stop(st, "a block_shape set on one branch of an if only")
+            if a == b:
+                effects[key] = a
+            elif len(a) != len(b):
+                self.stop(st, "block shapes of different ranks on the two branches")
+            else:
+                effects[key] = [x if x == y else ("if", test, x, y) for x, y in zip(a, b)]
+
+
+def pre_hook_actions(fn, params):
+    """A config's pre_hook as a list of ("block_shape", parameter, [dimension trees]) and
+    ("zero", parameter, []) the runtime applies (core/expr.h's Hook). Raises NotTranslatable
+    naming the construct it cannot translate."""
+    if not hasattr(fn, "__code__"):
+        raise NotTranslatable("a %s, not a function" % type(fn).__name__)
+    node, source = _function_node(fn)
+    return _HookTranslator(fn, params, source).hook(node)
 
 
 def heuristic_expression(fn, params):

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <string>
@@ -92,6 +93,7 @@ const char* fault_python_type(ex::Fault f) {
     case ex::Fault::kTypeError: return "TypeError";
     case ex::Fault::kValueError: return "ValueError";
     case ex::Fault::kOverflowError: return "OverflowError";
+    case ex::Fault::kKeyError: return "KeyError";
     default: return "";
   }
 }
@@ -117,8 +119,17 @@ TEST_F(Expr, EqualsPythonOnRandomInputsForEverySupportedForm) {
       py::dict args = te_test::eval("te_expr_cases").attr("random_args")(name, seed);
       std::deque<std::string> strings;
       std::vector<ArgValue> vals;
-      for (const std::string& param : params) vals.push_back(to_arg(args[py::str(param)], strings));
-      const ex::Result r = ex::evaluate(q, vals.data(), static_cast<uint32_t>(vals.size()));
+      uint64_t given[2] = {0, 0};
+      for (size_t i = 0; i < params.size(); ++i) {
+        const py::str key(params[i]);
+        if (args.contains(key)) {
+          vals.push_back(to_arg(args[key], strings));
+          given[i >> 6] |= uint64_t{1} << (i & 63);
+        } else {
+          vals.push_back(to_arg(py::none(), strings));  // not given: absent from Python's dict
+        }
+      }
+      const ex::Result r = ex::evaluate(q, vals.data(), static_cast<uint32_t>(vals.size()), given);
       py::tuple want = te_test::eval("te_expr_cases").attr("run")(name, args);
       const std::string where = name + " " + q.str(params) + " with " + te_test::repr(args);
       if (want[0].cast<std::string>() == "raise") {
@@ -159,6 +170,84 @@ TEST_F(Expr, FormsOutsideTheEvaluatorAreNamed) {
     EXPECT_TRUE(p.empty()) << item.first.cast<std::string>();
     EXPECT_NE(why.find(c[1].cast<std::string>()), std::string::npos)
         << item.first.cast<std::string>() << ": " << why;
+  }
+}
+
+// Config pre-hooks: the actions the runtime applies equal what Python's hook does to the
+// descriptors (their block shapes, in the order set) and tensors (zeroed), on random configs.
+TEST_F(Expr, PreHooksEqualPythonOnRandomConfigs) {
+  te_test::Gil gil;
+  py::dict cases = te_test::eval("te_expr_cases.HOOK_CASES");
+  int compared = 0;
+  for (auto item : cases) {
+    const std::string name = item.first.cast<std::string>();
+    py::tuple c = py::reinterpret_borrow<py::tuple>(item.second);
+    std::vector<std::string> params;
+    for (auto k : py::dict(c[0])) params.push_back(k.first.cast<std::string>());
+    std::string why;
+    const ex::Hook h = te::detail::py::hook_program(c[1], params, &why);
+    ASSERT_FALSE(h.actions.empty()) << name << ": " << why;
+    ex::Hook back;
+    ASSERT_TRUE(ex::Hook::decode(h.encode(), static_cast<uint32_t>(params.size()), &back, &why)) << why;
+    ASSERT_EQ(back.encode(), h.encode());
+    for (int seed = 0; seed < 200; ++seed) {
+      py::dict nargs = te_test::eval("te_expr_cases").attr("random_hook_args")(name, seed);
+      std::deque<std::string> strings;
+      std::vector<ArgValue> vals;
+      uint64_t given[2] = {0, 0};
+      for (size_t i = 0; i < params.size(); ++i) {
+        const py::str key(params[i]);
+        ArgValue a = to_arg(py::none(), strings);
+        if (nargs.contains(key)) {
+          py::handle v = nargs[key];
+          if (py::hasattr(v, "block_shape")) {
+            a.kind = ArgKind::kTensorDesc;  // what the hook reads of it: nothing but itself
+          } else {
+            a = to_arg(v, strings);
+          }
+          given[i >> 6] |= uint64_t{1} << (i & 63);
+        }
+        vals.push_back(a);
+      }
+      const ex::HookResult r = ex::apply(back, vals.data(), static_cast<uint32_t>(vals.size()), given);
+      py::tuple want = te_test::eval("te_expr_cases").attr("run_hook")(name, nargs);
+      const std::string where = name + " " + back.str(params) + " with " + te_test::repr(nargs);
+      if (want[0].cast<std::string>() == "raise") {
+        EXPECT_EQ(fault_python_type(r.fault), want[1].cast<std::string>()) << where << ": " << r.what;
+        continue;
+      }
+      ASSERT_EQ(r.fault, ex::Fault::kNone) << where << ": " << r.what;
+      py::dict blocks = want[1];
+      for (const auto& [param, dims] : r.blocks) {
+        py::list py_dims;
+        for (int64_t d : dims) py_dims.append(d);
+        EXPECT_EQ(te_test::repr(py_dims), te_test::repr(blocks[py::str(params[param])]))
+            << where << ": " << params[param];
+      }
+      py::list zeroed;
+      std::vector<std::string> ours;
+      for (uint16_t z : r.zeroed) ours.push_back(params[z]);
+      std::sort(ours.begin(), ours.end());
+      for (const std::string& z : ours) zeroed.append(z);
+      EXPECT_EQ(te_test::repr(zeroed), te_test::repr(want[2])) << where;
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 500);
+}
+
+TEST_F(Expr, PreHookFormsOutsideTheTranslatorAreNamed) {
+  te_test::Gil gil;
+  py::dict cases = te_test::eval("te_expr_cases.HOOK_UNSUPPORTED");
+  const std::vector<std::string> params = {"a", "BLOCK_M"};
+  for (auto item : cases) {
+    const std::string name = item.first.cast<std::string>();
+    py::object hook = te_test::eval("te_expr_cases").attr("unsupported_hook")(name);
+    std::string why;
+    const ex::Hook h = te::detail::py::hook_program(hook, params, &why);
+    EXPECT_TRUE(h.actions.empty()) << name;
+    const std::string expected = py::reinterpret_borrow<py::tuple>(item.second)[1].cast<std::string>();
+    EXPECT_NE(why.find(expected), std::string::npos) << name << ": " << why;
   }
 }
 

@@ -47,6 +47,11 @@ CASES = {
 }
 
 
+CASES["get_default"] = ({"n": "pos", "m": "pos?"}, lambda args: args.get("m", 7) * 2 + args["n"])
+CASES["get_none"] = ({"m": "small?"}, lambda args: args.get("m") is None)
+CASES["missing"] = ({"n": "pos", "m": "pos?"}, lambda args: args["m"] + args["n"])
+
+
 def defined_heuristic(args):
     """A named function with a docstring is taken too."""
     return triton.cdiv(args["n"], 128) * 128
@@ -67,6 +72,120 @@ UNSUPPORTED = {
     "math": (lambda args: math.log2(args["a"]), "a call of log2"),
 }
 UNSUPPORTED_PARAMS = ["a", "s", "p"]
+
+
+# Config pre-hooks (the persistent-matmul tutorial's, and zeroing ones): name -> (parameter
+# kinds, hook). "desc" parameters are descriptors whose block_shape the hook sets, "tensor"
+# ones tensors it may zero; a kind ending in "?" may be absent from nargs (not given).
+
+
+def tma_block_hook(nargs):
+    EPILOGUE_SUBTILE = nargs.get("EPILOGUE_SUBTILE", False)
+    BLOCK_M = nargs["BLOCK_SIZE_M"]
+    BLOCK_N = nargs["BLOCK_SIZE_N"]
+    BLOCK_K = nargs["BLOCK_SIZE_K"]
+    nargs["a_desc"].block_shape = [BLOCK_M, BLOCK_K]
+    nargs["b_desc"].block_shape = [BLOCK_N, BLOCK_K]
+    if EPILOGUE_SUBTILE:
+        nargs["c_desc"].block_shape = [BLOCK_M, BLOCK_N // 2]
+    else:
+        nargs["c_desc"].block_shape = [BLOCK_M, BLOCK_N]
+
+
+def attention_hook(nargs):
+    """Fused attention's: the head dimension from an argument, blocks from the config."""
+    BM = nargs["BLOCK_M"]
+    BN = nargs["BLOCK_N"]
+    HEAD_DIM = nargs["HEAD_DIM"]
+    nargs["q"].block_shape = [BM, HEAD_DIM]
+    nargs["v"].block_shape = [BN, HEAD_DIM]
+    nargs["k"].block_shape = [BN, HEAD_DIM]
+    nargs["o"].block_shape = [BM, HEAD_DIM]
+
+
+def zero_hook(nargs):
+    nargs["c"].zero_()
+    if nargs["SPLIT_K"] > 1:
+        nargs["c"].block_shape = [nargs["BLOCK_M"], max(16, nargs["BLOCK_N"] // nargs["SPLIT_K"])]
+    else:
+        nargs["c"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_N"]]
+
+
+HOOK_CASES = {
+    "tma_block": ({"a_desc": "desc", "b_desc": "desc", "c_desc": "desc", "BLOCK_SIZE_M": "pow2",
+                   "BLOCK_SIZE_N": "pow2", "BLOCK_SIZE_K": "pow2", "EPILOGUE_SUBTILE": "bool?"},
+                  tma_block_hook),
+    "attention": ({"q": "desc", "k": "desc", "v": "desc", "o": "desc", "BLOCK_M": "pow2",
+                   "BLOCK_N": "pow2", "HEAD_DIM": "pow2"}, attention_hook),
+    "zero": ({"c": "desc", "BLOCK_M": "pow2", "BLOCK_N": "pow2", "SPLIT_K": "small"}, zero_hook),
+}
+
+HOOK_UNSUPPORTED = {
+    "loop": ("for d in ('a', 'b'):", "the statement For"),
+    "one_branch": ("if nargs['BLOCK_M'] > 64:\n        nargs['a'].block_shape = [1, 2]",
+                   "a block_shape set on one branch of an if only"),
+    "shape_read": ("nargs['a'].block_shape = [nargs['a'].shape[0], 2]", "the construct Subscript"),
+    "call": ("print(nargs)", "the statement Expr"),
+}
+
+
+class _Desc:
+    def __init__(self):
+        self.block_shape = [0, 0]
+        self.zeroed = False
+
+    def zero_(self):
+        self.zeroed = True
+
+
+def random_hook_args(name, seed):
+    """Random nargs for hook case `name`: descriptors are _Desc objects."""
+    rng = random.Random(seed)
+    kinds, _ = HOOK_CASES[name]
+    out = {}
+    for p, k in kinds.items():
+        if k.endswith("?"):
+            if rng.random() < 0.4:
+                continue
+            k = k[:-1]
+        if k == "desc":
+            out[p] = _Desc()
+        elif k == "pow2":
+            out[p] = rng.choice([16, 32, 64, 128, 256])
+        else:
+            out[p] = _random_value(k, rng)
+    return out
+
+
+def run_hook(name, nargs):
+    """What Python's hook does: ("done", {param: block_shape}, [zeroed]) or ("raise", type)."""
+    _, fn = HOOK_CASES[name]
+    try:
+        fn(nargs)
+    except Exception as e:  # noqa: BLE001
+        return ("raise", type(e).__name__)
+    blocks = {p: list(v.block_shape) for p, v in nargs.items() if isinstance(v, _Desc)}
+    zeroed = sorted(p for p, v in nargs.items() if isinstance(v, _Desc) and v.zeroed)
+    return ("done", blocks, zeroed)
+
+
+def unsupported_hook(name):
+    """A hook made from HOOK_UNSUPPORTED's statement, with its source in a file of its own."""
+    import importlib.util
+    import os
+    import tempfile
+
+    body, _ = HOOK_UNSUPPORTED[name]
+    src = "def hook(nargs):\n    %s\n        pass\n" % body if body.endswith(":") else \
+        "def hook(nargs):\n    %s\n" % body
+    d = tempfile.mkdtemp()
+    path = os.path.join(d, "te_hook_%s.py" % name)
+    with open(path, "w") as f:
+        f.write(src)
+    spec = importlib.util.spec_from_file_location("te_hook_%s" % name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.hook
 
 
 def _random_value(kind, rng):
@@ -103,7 +222,14 @@ def random_args(name, seed):
     """Random arguments for case `name`: a dict as the heuristic gets it."""
     rng = random.Random(seed)
     kinds, _ = CASES[name]
-    return {p: _random_value(k, rng) for p, k in kinds.items()}
+    out = {}
+    for p, k in kinds.items():
+        if k.endswith("?"):
+            if rng.random() < 0.4:
+                continue  # not given: absent from the dict
+            k = k[:-1]
+        out[p] = _random_value(k, rng)
+    return out
 
 
 def run(name, args):
