@@ -32,6 +32,9 @@ constexpr bool fp4_padded_shape_doubled(int v) { return v < 307; }
 constexpr bool oversized_shared_memory(int v) { return v >= 308; }
 
 // Hidden launch parameters: the global and profile scratch pointers (every supported version).
+// 3.8: a kernel that needs profile scratch gets a zeroed buffer when no profile allocator is set
+// (3.6-3.7 raise); triton_embed's default allocator gives zeroed profile scratch on every
+// version, which is where it launches a kernel Python 3.6-3.7 refuse.
 // Triton's gsan instrumentation appends more (3.8: a state pointer; 3.9: also a launch table and
 // index), which triton_embed does not pass: such kernels are refused at compile.
 

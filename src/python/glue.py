@@ -243,7 +243,7 @@ def compile(fn, bound_args, specialization, options, arch, warp_size):
         count(s)
     # A tensordesc parameter is several kernel parameters: a CUtensorMap (or, where Triton
     # did not lower it to TMA, base, shape, strides and flags), then the shape and strides.
-    metas = list(getattr(md, "tensordesc_meta", None) or [])
+    metas = list(md.tensordesc_meta or [])  # [] where no descriptor was lowered to TMA
     descs = [s for s in signature.values() if isinstance(s, str) and s.startswith("tensordesc")]
     desc_meta = []
     for i, s in enumerate(descs):
@@ -266,15 +266,16 @@ def compile(fn, bound_args, specialization, options, arch, warp_size):
         "num_ctas": int(md.num_ctas),
         "num_stages": int(md.num_stages),
         "shared": int(md.shared),
-        "global_scratch_size": int(getattr(md, "global_scratch_size", 0) or 0),
-        "global_scratch_align": int(getattr(md, "global_scratch_align", 1) or 1),
-        "profile_scratch_size": int(getattr(md, "profile_scratch_size", 0) or 0),
-        "profile_scratch_align": int(getattr(md, "profile_scratch_align", 1) or 1),
-        "launch_cooperative_grid": bool(getattr(md, "launch_cooperative_grid", False)),
-        "launch_pdl": bool(getattr(md, "launch_pdl", False)),
-        "instrumentation_mode": str(getattr(md, "instrumentation_mode", "") or ""),
+        # 3.6 and 3.7 leave the global scratch fields None for a kernel that needs none.
+        "global_scratch_size": int(md.global_scratch_size or 0),
+        "global_scratch_align": int(md.global_scratch_align or 1),
+        "profile_scratch_size": int(md.profile_scratch_size),
+        "profile_scratch_align": int(md.profile_scratch_align),
+        "launch_cooperative_grid": bool(md.launch_cooperative_grid),
+        "launch_pdl": bool(md.launch_pdl),
+        "instrumentation_mode": str(md.instrumentation_mode or ""),
         "tensordesc_meta": desc_meta,
-        "warp_size": int(getattr(md, "warp_size", warp_size)),
+        "warp_size": int(md.warp_size),
         "runtime_params": flat_params,
         "signature": describe(fn, specialization),
     }
@@ -938,7 +939,7 @@ def config_info(config):
         int(config.num_stages) if config.num_stages is not None else 3,
         int(config.num_ctas) if config.num_ctas is not None else 1,
         int(config.maxnreg) if config.maxnreg is not None else 0,
-        getattr(config, "ir_override", None),
+        config.ir_override,
         config.pre_hook is not None,
     )
 
