@@ -14,6 +14,9 @@
 #                    default: 3.6.0 3.7.1 3.8.0), each in .venv-triton-X.Y.Z: that Triton over the
 #                    default environment's packages (README: "Supported versions")
 #   ./dev.sh build   only set up and build
+#   ./dev.sh format [FILE...]  the formatting check (.ci/check_format: clang-format and ruff on
+#                    the files changed since .ci/format_base, or on FILEs); installs ruff
+#                    ($RUFF_PIN) into the Python environment when it has none
 #
 # Python: $PYTHON if set; else python3 when it already has torch (a CUDA build), triton
 # (>= 3.6), pybind11 and pytest (nothing is installed then); else a virtual environment in
@@ -31,6 +34,7 @@ BUILD="${BUILD_DIR:-$ROOT/build}"
 TORCH_PIN="${TORCH_PIN:-torch==2.15.0}"
 TRITON_PIN="${TRITON_PIN:-triton==3.9.0}"
 TRITON_VERSIONS="${TRITON_VERSIONS:-3.6.0 3.7.1 3.8.0}"
+RUFF_PIN="${RUFF_PIN:-ruff==0.17.6}"
 CMD="${1:-}"
 
 log() { printf '\033[1m[dev.sh]\033[0m %s\n' "$*" >&2; }
@@ -193,8 +197,16 @@ case "$CMD" in
   build)
     build
     ;;
+  format)
+    setup_python
+    if ! "$PYTHON" -m ruff --version >/dev/null 2>&1 && ! command -v ruff >/dev/null; then
+      log "installing $RUFF_PIN into $PYTHON's environment"
+      PIP_CONSTRAINT=/dev/null "$PYTHON" -m pip install -q "$RUFF_PIN"
+    fi
+    PYTHON="$PYTHON" "$ROOT/.ci/check_format" "${@:2}"
+    ;;
   *)
-    echo "usage: $0 demo|test|sanitize|versions|build" >&2
+    echo "usage: $0 demo|test|sanitize|versions|build|format" >&2
     exit 2
     ;;
 esac
