@@ -14,11 +14,19 @@
 #                    default: 3.6.0 3.7.1 3.8.0), each in .venv-triton-X.Y.Z: that Triton over the
 #                    default environment's packages (README: "Supported versions")
 #   ./dev.sh build   only set up and build
+#   ./dev.sh format [FILE...]  the formatting check (.ci/check_format: clang-format and ruff on
+#                    the files changed since .ci/format_base, or on FILEs); installs ruff
+#                    ($RUFF_PIN) into the Python environment when it has none
 #
 # Python: $PYTHON if set; else python3 when it already has torch (a CUDA build), triton
 # (>= 3.6), pybind11 and pytest (nothing is installed then); else a virtual environment in
 # .venv with torch==2.15.0 and triton==3.9.0 (the release torch 2.15.0 pins). googletest comes from the system (apt's libgtest-dev, installed when
 # missing and apt is usable). Build directory: $BUILD_DIR (default: build).
+#
+# Each build is configured through its preset in CMakePresets.json (`default`, `asan`, `tsan`:
+# the options live there), with -B for $BUILD_DIR, this Python and Ninja when there is one.
+# The build and test presets are fixed to the presets' own directories, so this script builds
+# and tests by directory (`cmake --build DIR`, `ctest --test-dir DIR`), which is what they do.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -26,6 +34,7 @@ BUILD="${BUILD_DIR:-$ROOT/build}"
 TORCH_PIN="${TORCH_PIN:-torch==2.15.0}"
 TRITON_PIN="${TRITON_PIN:-triton==3.9.0}"
 TRITON_VERSIONS="${TRITON_VERSIONS:-3.6.0 3.7.1 3.8.0}"
+RUFF_PIN="${RUFF_PIN:-ruff==0.17.6}"
 CMD="${1:-}"
 
 log() { printf '\033[1m[dev.sh]\033[0m %s\n' "$*" >&2; }
@@ -105,29 +114,26 @@ build() {
     rm -rf "$BUILD"
   fi
   if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
-    "$CMAKE" -S "$ROOT" -B "$BUILD" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release \
-      -DPython_EXECUTABLE="$PYTHON"
+    "$CMAKE" -S "$ROOT" --preset default -B "$BUILD" "${GENERATOR[@]}" -DPython_EXECUTABLE="$PYTHON"
   fi
   "$CMAKE" --build "$BUILD" --parallel "$(nproc)"
 }
 
-# One sanitizer build and its tests: sanitize_one DIR SANITIZERS CTEST_ARGS... Examples,
-# benchmark, packaging and compile-fail tests are left out of these builds (they gain nothing);
-# the ThreadSanitizer build has no torch layer (its thread tests do not use it).
+# One sanitizer build and its tests: sanitize_one DIR PRESET CTEST_ARGS... The preset (asan or
+# tsan in CMakePresets.json) holds the options: the sanitizers, RelWithDebInfo, no examples,
+# benchmark, packaging or compile-fail tests (they gain nothing); the ThreadSanitizer build has
+# no torch layer (its thread tests do not use it).
 sanitize_one() {
-  local dir="$1" san="$2"
+  local dir="$1" preset="$2"
   shift 2
-  local extra=()
-  [[ "$san" == thread ]] && extra=(-DTRITON_EMBED_TORCH=OFF)
   if [[ -f "$dir/CMakeCache.txt" ]] && ! grep -Eq "^Python_EXECUTABLE:[A-Z]+=$PYTHON\$" "$dir/CMakeCache.txt"; then
     log "Python changed: reconfiguring $dir from scratch"
     rm -rf "$dir"
   fi
-  "$CMAKE" -S "$ROOT" -B "$dir" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DPython_EXECUTABLE="$PYTHON" -DTRITON_EMBED_SANITIZE="$san" \
-    -DTRITON_EMBED_BUILD_EXAMPLES=OFF -DTRITON_EMBED_INSTALL=OFF "${extra[@]}" >/dev/null
+  "$CMAKE" -S "$ROOT" --preset "$preset" -B "$dir" "${GENERATOR[@]}" \
+    -DPython_EXECUTABLE="$PYTHON" >/dev/null
   "$CMAKE" --build "$dir" --parallel "$(nproc)"
-  log "running the tests under $san ($dir)"
+  log "running the tests of preset $preset ($dir)"
   "$CTEST" --test-dir "$dir" --output-on-failure -j "$(nproc)" "$@" && return 0
   # LeakSanitizer's exit-time check can crash in its own stop-the-world tracer (a known
   # sanitizer-runtime flake, not a leak report: google/sanitizers#1353). Only when every
@@ -176,8 +182,8 @@ case "$CMD" in
   sanitize)
     setup_python
     setup_system
-    sanitize_one "$BUILD-asan" address,undefined
-    sanitize_one "$BUILD-tsan" thread -L threads
+    sanitize_one "$BUILD-asan" asan
+    sanitize_one "$BUILD-tsan" tsan -L threads   # the tsan test preset's filter
     ;;
   versions)
     build
@@ -191,8 +197,16 @@ case "$CMD" in
   build)
     build
     ;;
+  format)
+    setup_python
+    if ! "$PYTHON" -m ruff --version >/dev/null 2>&1 && ! command -v ruff >/dev/null; then
+      log "installing $RUFF_PIN into $PYTHON's environment"
+      PIP_CONSTRAINT=/dev/null "$PYTHON" -m pip install -q "$RUFF_PIN"
+    fi
+    PYTHON="$PYTHON" "$ROOT/.ci/check_format" "${@:2}"
+    ;;
   *)
-    echo "usage: $0 demo|test|sanitize|versions|build" >&2
+    echo "usage: $0 demo|test|sanitize|versions|build|format" >&2
     exit 2
     ;;
 esac
