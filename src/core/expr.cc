@@ -25,11 +25,51 @@ Arity arity(Op op) {
 }
 
 const char* op_text(Op op) {
-  static const char* const kText[] = {
-      "None", "bool", "int", "float", "str", "dtype", "arg", ".dtype", ".element_size()",
-      "is None", "-", "+", "not", "~", "abs", "triton.next_power_of_2", "int", "float", "bool",
-      ".get", "+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^", "triton.cdiv", "min",
-      "max", "==", "!=", "<", "<=", ">", ">=", "is", "and", "or", "if"};
+  static const char* const kText[] = {"None",
+                                      "bool",
+                                      "int",
+                                      "float",
+                                      "str",
+                                      "dtype",
+                                      "arg",
+                                      ".dtype",
+                                      ".element_size()",
+                                      "is None",
+                                      "-",
+                                      "+",
+                                      "not",
+                                      "~",
+                                      "abs",
+                                      "triton.next_power_of_2",
+                                      "int",
+                                      "float",
+                                      "bool",
+                                      ".get",
+                                      "+",
+                                      "-",
+                                      "*",
+                                      "/",
+                                      "//",
+                                      "%",
+                                      "**",
+                                      "<<",
+                                      ">>",
+                                      "&",
+                                      "|",
+                                      "^",
+                                      "triton.cdiv",
+                                      "min",
+                                      "max",
+                                      "==",
+                                      "!=",
+                                      "<",
+                                      "<=",
+                                      ">",
+                                      ">=",
+                                      "is",
+                                      "and",
+                                      "or",
+                                      "if"};
   static_assert(sizeof(kText) / sizeof(kText[0]) == static_cast<size_t>(Op::kCount));
   return kText[static_cast<size_t>(op)];
 }
@@ -78,8 +118,7 @@ std::string Program::check(const std::vector<Node>& nodes, uint32_t num_params) 
     for (int k = 0; k < nk; ++k) {
       if (kids[k] >= n) {
         return "node " + std::to_string(n) + " (" + op_text(x.op) + "): operand " +
-               std::to_string(k) + " is node " + std::to_string(kids[k]) +
-               ", not an earlier one";
+               std::to_string(k) + " is node " + std::to_string(kids[k]) + ", not an earlier one";
       }
       depth[n] = std::max(depth[n], depth[kids[k]] + 1);
     }
@@ -91,7 +130,8 @@ std::string Program::check(const std::vector<Node>& nodes, uint32_t num_params) 
       return "node " + std::to_string(n) + ": parameter " + std::to_string(x.param) +
              " of a kernel with " + std::to_string(num_params);
     }
-    if (x.op == Op::kBool && x.i != 0 && x.i != 1) return "node " + std::to_string(n) + ": a bool not 0 or 1";
+    if (x.op == Op::kBool && x.i != 0 && x.i != 1)
+      return "node " + std::to_string(n) + ": a bool not 0 or 1";
     if (x.op == Op::kDType &&
         (x.i <= 0 || x.i > static_cast<int64_t>(DType::fp64) || x.flag > kTritonDType)) {
       return "node " + std::to_string(n) + ": an unknown dtype";
@@ -249,12 +289,17 @@ struct Eval {
   // Python's truth value.
   static bool truthy(const Value& v) {
     switch (v.kind) {
-      case Kind::kNone: return false;
+      case Kind::kNone:
+        return false;
       case Kind::kBool:
-      case Kind::kInt: return v.i != 0;
-      case Kind::kFloat: return v.f != 0.0;
-      case Kind::kStr: return !v.s.empty();
-      case Kind::kDType: return true;
+      case Kind::kInt:
+        return v.i != 0;
+      case Kind::kFloat:
+        return v.f != 0.0;
+      case Kind::kStr:
+        return !v.s.empty();
+      case Kind::kDType:
+        return true;
     }
     return false;
   }
@@ -269,12 +314,18 @@ struct Eval {
     if (!has(param)) return fail(Fault::kKeyError, "an argument the call did not give");
     const ArgValue& a = args[param];
     switch (a.kind) {
-      case ArgKind::kNone: *out = none(); return true;
-      case ArgKind::kBool: *out = boolean(a.i != 0); return true;
+      case ArgKind::kNone:
+        *out = none();
+        return true;
+      case ArgKind::kBool:
+        *out = boolean(a.i != 0);
+        return true;
       case ArgKind::kInt:
         *out = integer(a.big ? static_cast<i128>(a.u) : static_cast<i128>(a.i));
         return true;
-      case ArgKind::kFloat: *out = floating(a.f); return true;
+      case ArgKind::kFloat:
+        *out = floating(a.f);
+        return true;
       case ArgKind::kScalar:
         if (dtype_is_float(a.dtype)) {
           *out = floating(a.f);
@@ -308,7 +359,8 @@ struct Eval {
   }
 
   bool int_result(i128 v, bool overflow, const char* what, Value* out) {
-    if (overflow) return fail(Fault::kUnmodelled, std::string("an int beyond 128 bits from ") + what);
+    if (overflow)
+      return fail(Fault::kUnmodelled, std::string("an int beyond 128 bits from ") + what);
     *out = integer(v);
     return true;
   }
@@ -450,13 +502,26 @@ struct Eval {
       c = 2;  // different kinds are never equal
     }
     switch (op) {
-      case Op::kEq: *out = c == 0; return true;
-      case Op::kNe: *out = c != 0; return true;
-      case Op::kLt: *out = c == -1; return true;
-      case Op::kLe: *out = c == -1 || c == 0; return true;
-      case Op::kGt: *out = c == 1; return true;
-      case Op::kGe: *out = c == 1 || c == 0; return true;
-      default: return fail(Fault::kUnmodelled, "a comparison");
+      case Op::kEq:
+        *out = c == 0;
+        return true;
+      case Op::kNe:
+        *out = c != 0;
+        return true;
+      case Op::kLt:
+        *out = c == -1;
+        return true;
+      case Op::kLe:
+        *out = c == -1 || c == 0;
+        return true;
+      case Op::kGt:
+        *out = c == 1;
+        return true;
+      case Op::kGe:
+        *out = c == 1 || c == 0;
+        return true;
+      default:
+        return fail(Fault::kUnmodelled, "a comparison");
     }
   }
 
@@ -465,7 +530,8 @@ struct Eval {
       if (op == Op::kAdd && x.kind == Kind::kStr && y.kind == Kind::kStr) {
         return fail(Fault::kUnmodelled, "string concatenation");
       }
-      if (op == Op::kMul && ((x.kind == Kind::kStr && is_int(y)) || (is_int(x) && y.kind == Kind::kStr))) {
+      if (op == Op::kMul &&
+          ((x.kind == Kind::kStr && is_int(y)) || (is_int(x) && y.kind == Kind::kStr))) {
         return fail(Fault::kUnmodelled, "string repetition");
       }
       return fail(Fault::kTypeError, std::string("unsupported operand types for ") + op_text(op));
@@ -477,9 +543,15 @@ struct Eval {
       if (!ints) return fail(Fault::kTypeError, std::string("a float operand of ") + op_text(op));
       const bool both_bool = x.kind == Kind::kBool && y.kind == Kind::kBool;
       switch (op) {
-        case Op::kBitAnd: *out = both_bool ? boolean((x.i & y.i) != 0) : integer(x.i & y.i); return true;
-        case Op::kBitOr: *out = both_bool ? boolean((x.i | y.i) != 0) : integer(x.i | y.i); return true;
-        case Op::kBitXor: *out = both_bool ? boolean((x.i ^ y.i) != 0) : integer(x.i ^ y.i); return true;
+        case Op::kBitAnd:
+          *out = both_bool ? boolean((x.i & y.i) != 0) : integer(x.i & y.i);
+          return true;
+        case Op::kBitOr:
+          *out = both_bool ? boolean((x.i | y.i) != 0) : integer(x.i | y.i);
+          return true;
+        case Op::kBitXor:
+          *out = both_bool ? boolean((x.i ^ y.i) != 0) : integer(x.i ^ y.i);
+          return true;
         case Op::kLShift: {
           if (y.i < 0) return fail(Fault::kValueError, "a negative shift count");
           if (x.i == 0) {
@@ -499,7 +571,8 @@ struct Eval {
           *out = integer(x.i >> sh);  // arithmetic, as Python's (GCC shifts signed values so)
           return true;
         }
-        default: break;
+        default:
+          break;
       }
     }
     if (ints && op != Op::kTrueDiv) {
@@ -540,7 +613,8 @@ struct Eval {
           i128 acc = 1, base = x.i, e = y.i;
           while (e > 0) {
             if (e & 1) {
-              if (__builtin_mul_overflow(acc, base, &acc)) return fail(Fault::kUnmodelled, "an int beyond 128 bits from **");
+              if (__builtin_mul_overflow(acc, base, &acc))
+                return fail(Fault::kUnmodelled, "an int beyond 128 bits from **");
             }
             e >>= 1;
             if (e > 0 && __builtin_mul_overflow(base, base, &base)) {
@@ -550,7 +624,8 @@ struct Eval {
           *out = integer(acc);
           return true;
         }
-        default: break;
+        default:
+          break;
       }
     }
     // Floats (or ints with / or a negative exponent).
@@ -558,9 +633,15 @@ struct Eval {
     if (ints && op == Op::kTrueDiv) return int_true_divide(x.i, y.i, out);
     double q = 0, m = 0;
     switch (op) {
-      case Op::kAdd: *out = floating(a + b); return true;
-      case Op::kSub: *out = floating(a - b); return true;
-      case Op::kMul: *out = floating(a * b); return true;
+      case Op::kAdd:
+        *out = floating(a + b);
+        return true;
+      case Op::kSub:
+        *out = floating(a - b);
+        return true;
+      case Op::kMul:
+        *out = floating(a * b);
+        return true;
       case Op::kTrueDiv:
         if (b == 0.0) return fail(Fault::kZeroDivision, "float division by zero");
         *out = floating(a / b);
@@ -591,19 +672,27 @@ struct Eval {
         *out = floating(r);
         return true;
       }
-      default: return fail(Fault::kUnmodelled, op_text(op));
+      default:
+        return fail(Fault::kUnmodelled, op_text(op));
     }
   }
 
   bool unary(Op op, const Value& x, Value* out) {
     switch (op) {
-      case Op::kNot: *out = boolean(!truthy(x)); return true;
-      case Op::kToBool: *out = boolean(truthy(x)); return true;
-      default: break;
+      case Op::kNot:
+        *out = boolean(!truthy(x));
+        return true;
+      case Op::kToBool:
+        *out = boolean(truthy(x));
+        return true;
+      default:
+        break;
     }
     if (!is_number(x)) {
-      if (op == Op::kToInt && x.kind == Kind::kStr) return fail(Fault::kUnmodelled, "int() of a string");
-      if (op == Op::kToFloat && x.kind == Kind::kStr) return fail(Fault::kUnmodelled, "float() of a string");
+      if (op == Op::kToInt && x.kind == Kind::kStr)
+        return fail(Fault::kUnmodelled, "int() of a string");
+      if (op == Op::kToFloat && x.kind == Kind::kStr)
+        return fail(Fault::kUnmodelled, "float() of a string");
       return fail(Fault::kTypeError, std::string("bad operand type for ") + op_text(op));
     }
     const bool isint = is_int(x);
@@ -616,7 +705,9 @@ struct Eval {
           *out = floating(-x.f);
         }
         return true;
-      case Op::kPos: *out = isint ? integer(x.i) : floating(x.f); return true;
+      case Op::kPos:
+        *out = isint ? integer(x.i) : floating(x.f);
+        return true;
       case Op::kAbs:
         if (isint) {
           if (x.i == kI128Min) return fail(Fault::kUnmodelled, "an int beyond 128 bits");
@@ -639,7 +730,9 @@ struct Eval {
         if (std::fabs(x.f) >= 1.7e38) return fail(Fault::kUnmodelled, "an int beyond 128 bits");
         *out = integer(static_cast<i128>(std::trunc(x.f)));
         return true;
-      case Op::kToFloat: *out = floating(as_double(x)); return true;
+      case Op::kToFloat:
+        *out = floating(as_double(x));
+        return true;
       case Op::kNextPow2: {
         // Triton's: n -= 1; n |= n >> 1, 2, 4, 8, 16, 32; n += 1 (on Python ints).
         if (!isint) return fail(Fault::kTypeError, "triton.next_power_of_2 of a float");
@@ -650,17 +743,26 @@ struct Eval {
         *out = integer(n + 1);
         return true;
       }
-      default: return fail(Fault::kUnmodelled, op_text(op));
+      default:
+        return fail(Fault::kUnmodelled, op_text(op));
     }
   }
 
   bool eval(uint32_t n, Value* out) {
     const Node& x = p.nodes()[n];
     switch (x.op) {
-      case Op::kNone: *out = none(); return true;
-      case Op::kBool: *out = boolean(x.i != 0); return true;
-      case Op::kInt: *out = integer(x.i); return true;
-      case Op::kFloat: *out = floating(x.f); return true;
+      case Op::kNone:
+        *out = none();
+        return true;
+      case Op::kBool:
+        *out = boolean(x.i != 0);
+        return true;
+      case Op::kInt:
+        *out = integer(x.i);
+        return true;
+      case Op::kFloat:
+        *out = floating(x.f);
+        return true;
       case Op::kStr:
         out->kind = Kind::kStr;
         out->s = x.s;
@@ -670,7 +772,8 @@ struct Eval {
         out->flavour = x.flag;
         out->dtype = static_cast<DType>(x.i);
         return true;
-      case Op::kArg: return arg(x.param, out);
+      case Op::kArg:
+        return arg(x.param, out);
       case Op::kArgDType: {
         DType t;
         if (!arg_dtype(x.param, &t)) return false;
@@ -706,7 +809,8 @@ struct Eval {
         if (!eval(x.a, &c)) return false;
         return eval(truthy(c) ? x.b : x.c, out);
       }
-      default: break;
+      default:
+        break;
     }
     const Arity ar = arity(x.op);
     Value a, b;
@@ -714,7 +818,12 @@ struct Eval {
     if (ar == Arity::kUnary) return unary(x.op, a, out);
     if (!eval(x.b, &b)) return false;
     switch (x.op) {
-      case Op::kEq: case Op::kNe: case Op::kLt: case Op::kLe: case Op::kGt: case Op::kGe: {
+      case Op::kEq:
+      case Op::kNe:
+      case Op::kLt:
+      case Op::kLe:
+      case Op::kGt:
+      case Op::kGe: {
         bool r;
         if (!compare(x.op, a, b, &r)) return false;
         *out = boolean(r);
@@ -722,8 +831,8 @@ struct Eval {
       }
       case Op::kIsSame:
         // The translator emits `is` only against None, True or False: singletons.
-        *out = boolean(a.kind == b.kind && (a.kind == Kind::kNone ||
-                                            (a.kind == Kind::kBool && a.i == b.i)));
+        *out = boolean(a.kind == b.kind &&
+                       (a.kind == Kind::kNone || (a.kind == Kind::kBool && a.i == b.i)));
         return true;
       case Op::kMin:
       case Op::kMax: {
@@ -733,7 +842,8 @@ struct Eval {
         *out = better ? b : a;
         return true;
       }
-      default: return arith(x.op, a, b, out);
+      default:
+        return arith(x.op, a, b, out);
     }
   }
 };
@@ -785,14 +895,17 @@ HookResult apply(const Hook& h, const ArgValue* args, uint32_t num_args, const u
 bool to_arg(const Value& v, ArgValue* out) {
   std::memset(static_cast<void*>(out), 0, sizeof(*out));
   switch (v.kind) {
-    case Kind::kNone: out->kind = ArgKind::kNone; return true;
+    case Kind::kNone:
+      out->kind = ArgKind::kNone;
+      return true;
     case Kind::kBool:
       out->kind = ArgKind::kBool;
       out->i = v.i != 0;
       return true;
     case Kind::kInt:
       out->kind = ArgKind::kInt;
-      if (v.i >= std::numeric_limits<int64_t>::min() && v.i <= std::numeric_limits<int64_t>::max()) {
+      if (v.i >= std::numeric_limits<int64_t>::min() &&
+          v.i <= std::numeric_limits<int64_t>::max()) {
         out->i = static_cast<int64_t>(v.i);
         return true;
       }
@@ -844,7 +957,8 @@ bool Hook::decode(std::string_view bytes, uint32_t num_params, Hook* out, std::s
   Reader r{bytes};
   const uint8_t format = r.get<uint8_t>();
   if (r.ok && format != kFormat) {
-    *why = "hook format " + std::to_string(format) + ", this library reads " + std::to_string(kFormat);
+    *why =
+        "hook format " + std::to_string(format) + ", this library reads " + std::to_string(kFormat);
     return false;
   }
   const uint32_t count = r.get<uint32_t>();
@@ -861,8 +975,9 @@ bool Hook::decode(std::string_view bytes, uint32_t num_params, Hook* out, std::s
     if (!r.ok) break;
     if (kind > static_cast<uint8_t>(HookAction::Kind::kZero) || a.param >= num_params ||
         ndims > 5 || (kind == static_cast<uint8_t>(HookAction::Kind::kZero)) != (ndims == 0)) {
-      *why = "hook action " + std::to_string(n) + ": kind " + std::to_string(kind) + ", parameter " +
-             std::to_string(a.param) + ", " + std::to_string(ndims) + " dimensions";
+      *why = "hook action " + std::to_string(n) + ": kind " + std::to_string(kind) +
+             ", parameter " + std::to_string(a.param) + ", " + std::to_string(ndims) +
+             " dimensions";
       return false;
     }
     a.kind = static_cast<HookAction::Kind>(kind);
@@ -874,7 +989,8 @@ bool Hook::decode(std::string_view bytes, uint32_t num_params, Hook* out, std::s
       }
       Program p;
       if (!Program::decode(bytes.substr(r.at, len), num_params, &p, why)) {
-        *why = "hook action " + std::to_string(n) + ", dimension " + std::to_string(d) + ": " + *why;
+        *why =
+            "hook action " + std::to_string(n) + ", dimension " + std::to_string(d) + ": " + *why;
         return false;
       }
       r.at += len;
@@ -921,39 +1037,71 @@ std::string Program::str(const std::vector<std::string>& names) const {
     const std::string& b = text[x.b];
     std::string& t = text[n];
     switch (x.op) {
-      case Op::kNone: t = "None"; break;
-      case Op::kBool: t = x.i ? "True" : "False"; break;
-      case Op::kInt: t = std::to_string(x.i); break;
+      case Op::kNone:
+        t = "None";
+        break;
+      case Op::kBool:
+        t = x.i ? "True" : "False";
+        break;
+      case Op::kInt:
+        t = std::to_string(x.i);
+        break;
       case Op::kFloat: {
         char buf[32];
         std::snprintf(buf, sizeof(buf), "%.17g", x.f);
         t = buf;
         break;
       }
-      case Op::kStr: t = "'" + x.s + "'"; break;
+      case Op::kStr:
+        t = "'" + x.s + "'";
+        break;
       case Op::kDType:
         t = std::string(x.flag == kTritonDType ? "tl." : "torch.") +
             std::string(dtype_tl_name(static_cast<DType>(x.i)));
         break;
-      case Op::kArg: t = name(x.param); break;
-      case Op::kArgDType: t = name(x.param) + ".dtype"; break;
-      case Op::kArgElementSize: t = name(x.param) + ".element_size()"; break;
-      case Op::kArgIsNone: t = "(" + name(x.param) + " is None)"; break;
+      case Op::kArg:
+        t = name(x.param);
+        break;
+      case Op::kArgDType:
+        t = name(x.param) + ".dtype";
+        break;
+      case Op::kArgElementSize:
+        t = name(x.param) + ".element_size()";
+        break;
+      case Op::kArgIsNone:
+        t = "(" + name(x.param) + " is None)";
+        break;
       case Op::kArgOr: {
         const std::string n = name(x.param);
         t = "args.get(" + n.substr(5, n.size() - 6) + ", " + a + ")";
         break;
       }
-      case Op::kNeg: case Op::kPos: case Op::kInvert: t = "(" + std::string(op_text(x.op)) + a + ")"; break;
-      case Op::kNot: t = "(not " + a + ")"; break;
-      case Op::kAbs: case Op::kNextPow2: case Op::kToInt: case Op::kToFloat: case Op::kToBool:
+      case Op::kNeg:
+      case Op::kPos:
+      case Op::kInvert:
+        t = "(" + std::string(op_text(x.op)) + a + ")";
+        break;
+      case Op::kNot:
+        t = "(not " + a + ")";
+        break;
+      case Op::kAbs:
+      case Op::kNextPow2:
+      case Op::kToInt:
+      case Op::kToFloat:
+      case Op::kToBool:
         t = std::string(op_text(x.op)) + "(" + a + ")";
         break;
-      case Op::kCdiv: case Op::kMin: case Op::kMax:
+      case Op::kCdiv:
+      case Op::kMin:
+      case Op::kMax:
         t = std::string(op_text(x.op)) + "(" + a + ", " + b + ")";
         break;
-      case Op::kIf: t = "(" + b + " if " + a + " else " + text[x.c] + ")"; break;
-      default: t = "(" + a + " " + op_text(x.op) + " " + b + ")"; break;
+      case Op::kIf:
+        t = "(" + b + " if " + a + " else " + text[x.c] + ")";
+        break;
+      default:
+        t = "(" + a + " " + op_text(x.op) + " " + b + ")";
+        break;
     }
   }
   return text.back();

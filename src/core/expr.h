@@ -29,7 +29,8 @@ enum class Op : uint8_t {
   kInt,
   kFloat,
   kStr,
-  kDType,  // flag: kTorchDType (torch.float16) or kTritonDType (tl.float16); they never compare equal
+  kDType,  // flag: kTorchDType (torch.float16) or kTritonDType (tl.float16); they never compare
+           // equal
   // Reads of parameter `param`: args["name"], args["name"].dtype,
   // args["name"].element_size(), args["name"] is None.
   kArg,
@@ -83,12 +84,12 @@ inline constexpr uint8_t kTritonDType = 1;
 
 struct Node {
   Op op = Op::kNone;
-  uint8_t flag = 0;      // kDType: its flavour
-  uint16_t param = 0;    // kArg*: the parameter's index
+  uint8_t flag = 0;              // kDType: its flavour
+  uint16_t param = 0;            // kArg*: the parameter's index
   uint32_t a = 0, b = 0, c = 0;  // children (node indices, each below this node's)
-  int64_t i = 0;         // kBool, kInt; kDType: the DType
-  double f = 0;          // kFloat
-  std::string s;         // kStr
+  int64_t i = 0;                 // kBool, kInt; kDType: the DType
+  double f = 0;                  // kFloat
+  std::string s;                 // kStr
 };
 
 // Limits a program must keep (decode refuses more): nodes, nesting, string bytes.
@@ -140,13 +141,13 @@ struct Value {
 // Why an evaluation gave no value.
 enum class Fault : uint8_t {
   kNone,
-  kZeroDivision,  // Python raises ZeroDivisionError
-  kTypeError,     // Python raises TypeError (e.g. None < 1, 1.5 | 2)
-  kValueError,    // Python raises ValueError (a negative shift count, int() of nan)
-  kOverflowError, // Python raises OverflowError (int() of inf, a float ** that overflows)
-  kKeyError,      // Python raises KeyError (args["name"] of a parameter the call left out)
-  kUnmodelled,    // Python gives a value this evaluator does not model (an int beyond 128 bits,
-                  // a complex power, a string built by an operation, an argument it cannot read)
+  kZeroDivision,   // Python raises ZeroDivisionError
+  kTypeError,      // Python raises TypeError (e.g. None < 1, 1.5 | 2)
+  kValueError,     // Python raises ValueError (a negative shift count, int() of nan)
+  kOverflowError,  // Python raises OverflowError (int() of inf, a float ** that overflows)
+  kKeyError,       // Python raises KeyError (args["name"] of a parameter the call left out)
+  kUnmodelled,     // Python gives a value this evaluator does not model (an int beyond 128 bits,
+                   // a complex power, a string built by an operation, an argument it cannot read)
 };
 
 struct Result {

@@ -24,7 +24,9 @@ inline constexpr int kNewest = 309;  // the newest Triton tested
 // CUtensorMap is the argument's own (3.6: the doubled one, as encoded).
 constexpr bool descriptor_round_f32_to_tf32(int v) { return v >= 307; }
 // Kernel parameters of the flags a decomposed descriptor passes (padding, then 3.7's rounding).
-constexpr unsigned descriptor_flag_params(int v) { return descriptor_round_f32_to_tf32(v) ? 2u : 1u; }
+constexpr unsigned descriptor_flag_params(int v) {
+  return descriptor_round_f32_to_tf32(v) ? 2u : 1u;
+}
 constexpr bool fp4_padded_shape_doubled(int v) { return v < 307; }
 
 // 3.8: a kernel may use the device's oversized shared memory (the driver's shared memory mode
@@ -83,7 +85,11 @@ inline constexpr OptionEnv kOptionEnvs[] = {
     {"TRITON_OVERRIDE_ARCH", "runtime.override_arch", 306, false, {"sm80", "sm90"}},
     {"TRITON_F32_DEFAULT", "language.fp32_default", 306, false, {"ieee", "tf32"}},
     {"TRITON_FORCE_DISABLE_FP_FUSION", "language.force_disable_fp_fusion", 309, false, {"0", "1"}},
-    {"TRITON_FPSAN_HOMOMORPHIC_CASTS", "compilation.fpsan_homomorphic_casts", 309, false, {"0", "1"}},
+    {"TRITON_FPSAN_HOMOMORPHIC_CASTS",
+     "compilation.fpsan_homomorphic_casts",
+     309,
+     false,
+     {"0", "1"}},
 };
 
 // ---- The autotuner (runtime/autotuner.py; JIT layer) --------------------------------------------

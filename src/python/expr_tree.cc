@@ -18,18 +18,23 @@ struct OpName {
 
 // glue.py's tree names, and the operation each is.
 constexpr OpName kOps[] = {
-    {"neg", Op::kNeg},          {"pos", Op::kPos},        {"not", Op::kNot},
-    {"invert", Op::kInvert},    {"abs", Op::kAbs},        {"next_power_of_2", Op::kNextPow2},
-    {"to_int", Op::kToInt},     {"to_float", Op::kToFloat}, {"to_bool", Op::kToBool},
-    {"add", Op::kAdd},          {"sub", Op::kSub},        {"mul", Op::kMul},
-    {"truediv", Op::kTrueDiv},  {"floordiv", Op::kFloorDiv}, {"mod", Op::kMod},
-    {"pow", Op::kPow},          {"lshift", Op::kLShift},  {"rshift", Op::kRShift},
-    {"bitand", Op::kBitAnd},    {"bitor", Op::kBitOr},    {"bitxor", Op::kBitXor},
-    {"cdiv", Op::kCdiv},        {"min", Op::kMin},        {"max", Op::kMax},
-    {"eq", Op::kEq},            {"ne", Op::kNe},          {"lt", Op::kLt},
-    {"le", Op::kLe},            {"gt", Op::kGt},          {"ge", Op::kGe},
-    {"is", Op::kIsSame},        {"and", Op::kAnd},        {"or", Op::kOr},
-    {"if", Op::kIf},
+    {"neg", Op::kNeg},         {"pos", Op::kPos},
+    {"not", Op::kNot},         {"invert", Op::kInvert},
+    {"abs", Op::kAbs},         {"next_power_of_2", Op::kNextPow2},
+    {"to_int", Op::kToInt},    {"to_float", Op::kToFloat},
+    {"to_bool", Op::kToBool},  {"add", Op::kAdd},
+    {"sub", Op::kSub},         {"mul", Op::kMul},
+    {"truediv", Op::kTrueDiv}, {"floordiv", Op::kFloorDiv},
+    {"mod", Op::kMod},         {"pow", Op::kPow},
+    {"lshift", Op::kLShift},   {"rshift", Op::kRShift},
+    {"bitand", Op::kBitAnd},   {"bitor", Op::kBitOr},
+    {"bitxor", Op::kBitXor},   {"cdiv", Op::kCdiv},
+    {"min", Op::kMin},         {"max", Op::kMax},
+    {"eq", Op::kEq},           {"ne", Op::kNe},
+    {"lt", Op::kLt},           {"le", Op::kLe},
+    {"gt", Op::kGt},           {"ge", Op::kGe},
+    {"is", Op::kIsSame},       {"and", Op::kAnd},
+    {"or", Op::kOr},           {"if", Op::kIf},
 };
 
 // Appends the nodes of `t` in post-order; returns the index of its root. `depth` bounds the
@@ -61,12 +66,13 @@ uint32_t add(pyb::handle t, std::vector<Node>& out, int depth) {
     n.flag = tup[1].cast<std::string>() == "triton" ? expr::kTritonDType : expr::kTorchDType;
     const std::string name = tup[2].cast<std::string>();
     const DType d = dtype_from_name(name);
-    TE_CHECK(d != DType::invalid, ValueError) << "the dtype " << name << ", which Triton has no type for";
+    TE_CHECK(d != DType::invalid, ValueError)
+        << "the dtype " << name << ", which Triton has no type for";
     n.i = static_cast<int64_t>(d);
   } else if (kind == "arg" || kind == "arg_dtype" || kind == "arg_element_size" ||
              kind == "arg_is_none") {
-    n.op = kind == "arg"         ? Op::kArg
-           : kind == "arg_dtype" ? Op::kArgDType
+    n.op = kind == "arg"                ? Op::kArg
+           : kind == "arg_dtype"        ? Op::kArgDType
            : kind == "arg_element_size" ? Op::kArgElementSize
                                         : Op::kArgIsNone;
     n.param = tup[1].cast<uint16_t>();
@@ -136,7 +142,7 @@ expr::Hook hook_program(pyb::handle fn, const std::vector<std::string>& params, 
       const pyb::tuple t = pyb::reinterpret_borrow<pyb::tuple>(a);
       expr::HookAction act;
       act.kind = t[0].cast<std::string>() == "zero" ? expr::HookAction::Kind::kZero
-                                                     : expr::HookAction::Kind::kBlockShape;
+                                                    : expr::HookAction::Kind::kBlockShape;
       act.param = t[1].cast<uint16_t>();
       for (pyb::handle d : t[2]) act.dims.push_back(program_of(d));
       TE_CHECK(act.dims.size() <= 5, ValueError) << "a block shape of rank " << act.dims.size();

@@ -15,7 +15,8 @@ namespace triton_embed::detail::py {
 // The program of heuristic `fn` (GIL held) over a kernel with parameters `params`; when the
 // function is outside the forms the runtime evaluates, an empty program, with `why` naming the
 // construct that stopped it. Python errors other than that propagate.
-TE_INTERNAL_API expr::Program heuristic_program(pyb::handle fn, const std::vector<std::string>& params,
+TE_INTERNAL_API expr::Program heuristic_program(pyb::handle fn,
+                                                const std::vector<std::string>& params,
                                                 std::string* why);
 
 // The actions of a config's pre_hook `fn` (GIL held), as heuristic_program.

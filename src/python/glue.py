@@ -75,8 +75,8 @@ def format_cause(exc):
 
 
 def _kernels_in(module):
-    from triton.runtime.jit import JITFunction
     from triton.runtime.autotuner import Autotuner, Heuristics
+    from triton.runtime.jit import JITFunction
 
     kinds = (JITFunction, Autotuner, Heuristics)
     return sorted(name for name, value in vars(module).items() if isinstance(value, kinds))
@@ -107,8 +107,8 @@ def load_kernel(module_name, attr):
         )
     obj = getattr(module, attr)
 
-    from triton.runtime.jit import JITFunction
     from triton.runtime.autotuner import Autotuner, Heuristics
+    from triton.runtime.jit import JITFunction
 
     wrappers = []
     fn = obj
@@ -519,7 +519,6 @@ class _Translator:
     def expr(self, node):
         import ast
 
-        import triton
 
         p = self.param_of(node)
         if p is not None:
@@ -1035,6 +1034,7 @@ def tune(tuner, args, kwargs, progress, scratch=None):
 def _tune(tuner, args, kwargs, progress):
     import builtins
     import time
+
     from triton import knobs
 
     tuner.nargs = dict(zip(tuner.arg_names, args))

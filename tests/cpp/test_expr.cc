@@ -66,13 +66,16 @@ ArgValue to_arg(py::handle v, std::deque<std::string>& strings) {
 py::object to_python(const ex::Value& v) {
   using K = ex::Value::Kind;
   switch (v.kind) {
-    case K::kNone: return py::none();
-    case K::kBool: return py::bool_(v.i != 0);
+    case K::kNone:
+      return py::none();
+    case K::kBool:
+      return py::bool_(v.i != 0);
     case K::kInt: {
       // Through text: an __int128 has no direct conversion.
       __int128 x = v.i;
       const bool neg = x < 0;
-      unsigned __int128 u = neg ? -static_cast<unsigned __int128>(x) : static_cast<unsigned __int128>(x);
+      unsigned __int128 u =
+          neg ? -static_cast<unsigned __int128>(x) : static_cast<unsigned __int128>(x);
       std::string digits;
       do {
         digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(u % 10)));
@@ -80,21 +83,30 @@ py::object to_python(const ex::Value& v) {
       } while (u != 0);
       return te_test::eval("int('" + std::string(neg ? "-" : "") + digits + "')");
     }
-    case K::kFloat: return py::float_(v.f);
-    case K::kStr: return py::str(std::string(v.s));
-    case K::kDType: return py::str("dtype");
+    case K::kFloat:
+      return py::float_(v.f);
+    case K::kStr:
+      return py::str(std::string(v.s));
+    case K::kDType:
+      return py::str("dtype");
   }
   return py::none();
 }
 
 const char* fault_python_type(ex::Fault f) {
   switch (f) {
-    case ex::Fault::kZeroDivision: return "ZeroDivisionError";
-    case ex::Fault::kTypeError: return "TypeError";
-    case ex::Fault::kValueError: return "ValueError";
-    case ex::Fault::kOverflowError: return "OverflowError";
-    case ex::Fault::kKeyError: return "KeyError";
-    default: return "";
+    case ex::Fault::kZeroDivision:
+      return "ZeroDivisionError";
+    case ex::Fault::kTypeError:
+      return "TypeError";
+    case ex::Fault::kValueError:
+      return "ValueError";
+    case ex::Fault::kOverflowError:
+      return "OverflowError";
+    case ex::Fault::kKeyError:
+      return "KeyError";
+    default:
+      return "";
   }
 }
 
@@ -113,7 +125,8 @@ TEST_F(Expr, EqualsPythonOnRandomInputsForEverySupportedForm) {
     ASSERT_FALSE(p.empty()) << name << ": " << why;
     // Through its bytes, as a bundle holds it.
     ex::Program q;
-    ASSERT_TRUE(ex::Program::decode(p.encode(), static_cast<uint32_t>(params.size()), &q, &why)) << why;
+    ASSERT_TRUE(ex::Program::decode(p.encode(), static_cast<uint32_t>(params.size()), &q, &why))
+        << why;
     ASSERT_EQ(q.encode(), p.encode());
     for (int seed = 0; seed < 400; ++seed) {
       py::dict args = te_test::eval("te_expr_cases").attr("random_args")(name, seed);
@@ -144,11 +157,13 @@ TEST_F(Expr, EqualsPythonOnRandomInputsForEverySupportedForm) {
         ++unmodelled;
         continue;
       }
-      ASSERT_EQ(r.fault, ex::Fault::kNone) << where << ": " << r.what << "; Python gave "
-                                           << te_test::repr(want[1]);
+      ASSERT_EQ(r.fault, ex::Fault::kNone)
+          << where << ": " << r.what << "; Python gave " << te_test::repr(want[1]);
       const py::object got = to_python(r.value);
       // Same type, same repr (floats: -0.0, nan and inf included).
-      EXPECT_EQ(te_test::repr(py::type::handle_of(got)), te_test::repr(py::type::handle_of(want[1]))) << where;
+      EXPECT_EQ(te_test::repr(py::type::handle_of(got)),
+                te_test::repr(py::type::handle_of(want[1])))
+          << where;
       EXPECT_EQ(te_test::repr(got), te_test::repr(want[1])) << where;
       ++compared;
     }
@@ -162,7 +177,8 @@ TEST_F(Expr, FormsOutsideTheEvaluatorAreNamed) {
   te_test::Gil gil;
   py::dict cases = te_test::eval("te_expr_cases.UNSUPPORTED");
   std::vector<std::string> params;
-  for (auto p : py::list(te_test::eval("te_expr_cases.UNSUPPORTED_PARAMS"))) params.push_back(p.cast<std::string>());
+  for (auto p : py::list(te_test::eval("te_expr_cases.UNSUPPORTED_PARAMS")))
+    params.push_back(p.cast<std::string>());
   for (auto item : cases) {
     py::tuple c = py::reinterpret_borrow<py::tuple>(item.second);
     std::string why;
@@ -188,7 +204,8 @@ TEST_F(Expr, PreHooksEqualPythonOnRandomConfigs) {
     const ex::Hook h = te::detail::py::hook_program(c[1], params, &why);
     ASSERT_FALSE(h.actions.empty()) << name << ": " << why;
     ex::Hook back;
-    ASSERT_TRUE(ex::Hook::decode(h.encode(), static_cast<uint32_t>(params.size()), &back, &why)) << why;
+    ASSERT_TRUE(ex::Hook::decode(h.encode(), static_cast<uint32_t>(params.size()), &back, &why))
+        << why;
     ASSERT_EQ(back.encode(), h.encode());
     for (int seed = 0; seed < 200; ++seed) {
       py::dict nargs = te_test::eval("te_expr_cases").attr("random_hook_args")(name, seed);
@@ -209,11 +226,13 @@ TEST_F(Expr, PreHooksEqualPythonOnRandomConfigs) {
         }
         vals.push_back(a);
       }
-      const ex::HookResult r = ex::apply(back, vals.data(), static_cast<uint32_t>(vals.size()), given);
+      const ex::HookResult r =
+          ex::apply(back, vals.data(), static_cast<uint32_t>(vals.size()), given);
       py::tuple want = te_test::eval("te_expr_cases").attr("run_hook")(name, nargs);
       const std::string where = name + " " + back.str(params) + " with " + te_test::repr(nargs);
       if (want[0].cast<std::string>() == "raise") {
-        EXPECT_EQ(fault_python_type(r.fault), want[1].cast<std::string>()) << where << ": " << r.what;
+        EXPECT_EQ(fault_python_type(r.fault), want[1].cast<std::string>())
+            << where << ": " << r.what;
         continue;
       }
       ASSERT_EQ(r.fault, ex::Fault::kNone) << where << ": " << r.what;
@@ -246,7 +265,8 @@ TEST_F(Expr, PreHookFormsOutsideTheTranslatorAreNamed) {
     std::string why;
     const ex::Hook h = te::detail::py::hook_program(hook, params, &why);
     EXPECT_TRUE(h.actions.empty()) << name;
-    const std::string expected = py::reinterpret_borrow<py::tuple>(item.second)[1].cast<std::string>();
+    const std::string expected =
+        py::reinterpret_borrow<py::tuple>(item.second)[1].cast<std::string>();
     EXPECT_NE(why.find(expected), std::string::npos) << name << ": " << why;
   }
 }

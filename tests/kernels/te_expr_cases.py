@@ -17,33 +17,65 @@ CASES = {
     "add_sub_mul": ({"a": "int", "b": "int"}, lambda args: args["a"] + args["b"] * 3 - args["a"] * args["b"]),
     "truediv": ({"a": "int", "b": "small"}, lambda args: args["a"] / args["b"]),
     "floordiv_mod": ({"a": "int", "b": "small"}, lambda args: args["a"] // args["b"] + args["a"] % args["b"]),
-    "float_arith": ({"x": "float", "y": "float"}, lambda args: args["x"] * args["y"] - args["x"] / (args["y"] + 0.5)),
-    "float_floordiv_mod": ({"x": "float", "y": "float"}, lambda args: args["x"] // args["y"] + args["x"] % args["y"]),
+    "float_arith": (
+        {"x": "float", "y": "float"},
+        lambda args: args["x"] * args["y"] - args["x"] / (args["y"] + 0.5),
+    ),
+    "float_floordiv_mod": (
+        {"x": "float", "y": "float"},
+        lambda args: args["x"] // args["y"] + args["x"] % args["y"],
+    ),
     "mixed": ({"a": "int", "x": "float"}, lambda args: args["a"] * SCALE + args["x"] // 3),
     "pow": ({"a": "small", "b": "small"}, lambda args: args["a"] ** abs(args["b"] % 5) + 2 ** args["b"]),
     "unary": ({"a": "int", "x": "float"}, lambda args: -args["a"] + +args["x"] - ~args["a"]),
-    "bitwise": ({"a": "int", "b": "small"}, lambda args: (args["a"] & 0xFF0) | (args["b"] ^ 5) | (args["a"] >> 3) | (args["b"] << 2)),
-    "compare_chain": ({"a": "int", "b": "int", "x": "float"}, lambda args: args["a"] < args["b"] <= args["x"]),
-    "compare_all": ({"a": "small", "x": "float"}, lambda args: (args["a"] == args["x"]) + (args["a"] != 3) + (args["a"] >= args["x"]) * 2 + (args["x"] > 0) * 4),
+    "bitwise": (
+        {"a": "int", "b": "small"},
+        lambda args: (args["a"] & 0xFF0) | (args["b"] ^ 5) | (args["a"] >> 3) | (args["b"] << 2),
+    ),
+    "compare_chain": (
+        {"a": "int", "b": "int", "x": "float"},
+        lambda args: args["a"] < args["b"] <= args["x"],
+    ),
+    "compare_all": (
+        {"a": "small", "x": "float"},
+        lambda args: (
+            (args["a"] == args["x"]) + (args["a"] != 3) + (args["a"] >= args["x"]) * 2 + (args["x"] > 0) * 4
+        ),
+    ),
     "and_or": ({"a": "small", "x": "float", "s": "str"}, lambda args: args["a"] and args["x"] or args["s"]),
     "not": ({"a": "small", "s": "str"}, lambda args: not args["a"] or not args["s"]),
     "ifexp": ({"n": "pos"}, lambda args: 64 if args["n"] <= 1024 else (128 if args["n"] <= 8192 else 256)),
-    "min_max_abs": ({"a": "int", "b": "int", "x": "float"}, lambda args: max(min(args["a"], args["b"], LIMIT), abs(args["x"]), -7)),
+    "min_max_abs": (
+        {"a": "int", "b": "int", "x": "float"},
+        lambda args: max(min(args["a"], args["b"], LIMIT), abs(args["x"]), -7),
+    ),
     "max_ties": ({"a": "small", "x": "float"}, lambda args: max(args["a"], args["x"])),
     "next_power_of_2": ({"n": "int"}, lambda args: triton.next_power_of_2(args["n"])),
     "cdiv": ({"a": "int", "b": "small"}, lambda args: triton.cdiv(args["a"], args["b"])),
     "block_rule": ({"n": "pos"}, lambda args: min(max(triton.next_power_of_2(args["n"]), 16), 4096)),
     "warps": ({"n": "pos"}, lambda args: 4 if args["n"] < 2048 else 8 if args["n"] < 8192 else 16),
     "even": ({"n": "pos", "b": "pos"}, lambda args: args["n"] % args["b"] == 0),
-    "constants": ({"a": "small"}, lambda args: None if args["a"] > 3 else True if args["a"] > 0 else 1.5 if args["a"] else "x"),
+    "constants": (
+        {"a": "small"},
+        lambda args: None if args["a"] > 3 else True if args["a"] > 0 else 1.5 if args["a"] else "x",
+    ),
     "strings": ({"s": "str"}, lambda args: args["s"] == "relu" or args["s"] < "m"),
-    "conversions": ({"x": "float", "a": "small"}, lambda args: int(args["x"]) + float(args["a"]) + bool(args["x"])),
-    "dtype": ({"p": "ptr"}, lambda args: args["p"].dtype == torch.float16 or args["p"].dtype == torch.bfloat16),
+    "conversions": (
+        {"x": "float", "a": "small"},
+        lambda args: int(args["x"]) + float(args["a"]) + bool(args["x"]),
+    ),
+    "dtype": (
+        {"p": "ptr"},
+        lambda args: args["p"].dtype == torch.float16 or args["p"].dtype == torch.bfloat16,
+    ),
     "triton_dtype": ({"p": "ptr"}, lambda args: args["p"].dtype == tl.float16),
     "element_size": ({"p": "ptr", "n": "pos"}, lambda args: args["n"] * args["p"].element_size()),
     "is_none": ({"q": "ptr_or_none"}, lambda args: args["q"] is not None),
     "is_bool": ({"b": "bool"}, lambda args: args["b"] is True),
-    "bools": ({"b": "bool", "a": "small"}, lambda args: args["b"] + args["a"] if args["b"] & True else -args["b"]),
+    "bools": (
+        {"b": "bool", "a": "small"},
+        lambda args: args["b"] + args["a"] if args["b"] & True else -args["b"],
+    ),
 }
 
 
@@ -112,18 +144,39 @@ def zero_hook(nargs):
 
 
 HOOK_CASES = {
-    "tma_block": ({"a_desc": "desc", "b_desc": "desc", "c_desc": "desc", "BLOCK_SIZE_M": "pow2",
-                   "BLOCK_SIZE_N": "pow2", "BLOCK_SIZE_K": "pow2", "EPILOGUE_SUBTILE": "bool?"},
-                  tma_block_hook),
-    "attention": ({"q": "desc", "k": "desc", "v": "desc", "o": "desc", "BLOCK_M": "pow2",
-                   "BLOCK_N": "pow2", "HEAD_DIM": "pow2"}, attention_hook),
+    "tma_block": (
+        {
+            "a_desc": "desc",
+            "b_desc": "desc",
+            "c_desc": "desc",
+            "BLOCK_SIZE_M": "pow2",
+            "BLOCK_SIZE_N": "pow2",
+            "BLOCK_SIZE_K": "pow2",
+            "EPILOGUE_SUBTILE": "bool?",
+        },
+        tma_block_hook,
+    ),
+    "attention": (
+        {
+            "q": "desc",
+            "k": "desc",
+            "v": "desc",
+            "o": "desc",
+            "BLOCK_M": "pow2",
+            "BLOCK_N": "pow2",
+            "HEAD_DIM": "pow2",
+        },
+        attention_hook,
+    ),
     "zero": ({"c": "desc", "BLOCK_M": "pow2", "BLOCK_N": "pow2", "SPLIT_K": "small"}, zero_hook),
 }
 
 HOOK_UNSUPPORTED = {
     "loop": ("for d in ('a', 'b'):", "the statement For"),
-    "one_branch": ("if nargs['BLOCK_M'] > 64:\n        nargs['a'].block_shape = [1, 2]",
-                   "a block_shape set on one branch of an if only"),
+    "one_branch": (
+        "if nargs['BLOCK_M'] > 64:\n        nargs['a'].block_shape = [1, 2]",
+        "a block_shape set on one branch of an if only",
+    ),
     "shape_read": ("nargs['a'].block_shape = [nargs['a'].shape[0], 2]", "the construct Subscript"),
     "call": ("print(nargs)", "the statement Expr"),
 }
@@ -176,8 +229,11 @@ def unsupported_hook(name):
     import tempfile
 
     body, _ = HOOK_UNSUPPORTED[name]
-    src = "def hook(nargs):\n    %s\n        pass\n" % body if body.endswith(":") else \
-        "def hook(nargs):\n    %s\n" % body
+    src = (
+        "def hook(nargs):\n    %s\n        pass\n" % body
+        if body.endswith(":")
+        else "def hook(nargs):\n    %s\n" % body
+    )
     d = tempfile.mkdtemp()
     path = os.path.join(d, "te_hook_%s.py" % name)
     with open(path, "w") as f:
@@ -199,12 +255,17 @@ def _random_value(kind, rng):
     if kind == "small":
         return rng.randint(-9, 9)
     if kind == "pos":
-        return rng.choice([1, 2, 15, 16, 17, 1000, 1024, 2047, 2048, 8191, 8192, 10**6]) \
-            if rng.random() < 0.3 else rng.randint(1, 2**17)
+        return (
+            rng.choice([1, 2, 15, 16, 17, 1000, 1024, 2047, 2048, 8191, 8192, 10**6])
+            if rng.random() < 0.3
+            else rng.randint(1, 2**17)
+        )
     if kind == "float":
         r = rng.random()
         if r < 0.1:
-            return rng.choice([0.0, -0.0, 1.0, -1.0, 0.5, 3.0, float("inf"), -float("inf"), float("nan"), 1e300])
+            return rng.choice(
+                [0.0, -0.0, 1.0, -1.0, 0.5, 3.0, float("inf"), -float("inf"), float("nan"), 1e300]
+            )
         return rng.uniform(-1000, 1000) if r < 0.8 else float(rng.randint(-50, 50))
     if kind == "bool":
         return rng.random() < 0.5
@@ -213,8 +274,12 @@ def _random_value(kind, rng):
     if kind in ("ptr", "ptr_or_none"):
         if kind == "ptr_or_none" and rng.random() < 0.4:
             return None
-        return torch.empty(0, dtype=rng.choice([torch.float16, torch.bfloat16, torch.float32,
-                                                 torch.int8, torch.int64, torch.float64]))
+        return torch.empty(
+            0,
+            dtype=rng.choice(
+                [torch.float16, torch.bfloat16, torch.float32, torch.int8, torch.int64, torch.float64]
+            ),
+        )
     raise ValueError(kind)
 
 
