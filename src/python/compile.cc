@@ -13,6 +13,7 @@
 #include "core/target.h"
 #include "core/triton_versions.h"
 #include "python/convert.h"
+#include "python/handles.h"
 #include "python/interpreter.h"
 #include "python/jit_layer.h"
 
@@ -58,9 +59,9 @@ std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, 
   const int warp = target_warp_size(key.target);
 
   py::Gil gil;
-  TE_CHECK(k.py_jit_function != nullptr, PythonError)
+  TE_CHECK(py::jit_function(k) != nullptr, PythonError)
       << call_signature(k) << ": cannot compile: the Python interpreter has shut down";
-  pyb::handle fn(static_cast<PyObject*>(k.py_jit_function));
+  pyb::handle fn(py::jit_function(k));
   pyb::list spec, bound;
   pyb::dict options;
   try {
