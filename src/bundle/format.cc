@@ -313,6 +313,46 @@ uint32_t crc32(const void* data, size_t size) {
   return ~c;
 }
 
+KernelMetadata metadata(const EntryView& e, bool with_cubin) {
+  KernelMetadata m;
+  m.hash = std::string(e.hash);
+  m.name = std::string(e.fn_name);
+  m.signature = std::string(e.signature);
+  if (with_cubin) m.cubin = std::string(e.cubin);
+  m.ptx = std::string(e.ptx);
+  m.num_warps = e.num_warps;
+  m.num_ctas = e.num_ctas;
+  m.num_stages = e.num_stages;
+  m.shared = e.shared;
+  m.num_kernel_params = e.num_kernel_params;
+  m.global_scratch_size = e.global_scratch_size;
+  m.global_scratch_align = e.global_scratch_align;
+  m.profile_scratch_size = e.profile_scratch_size;
+  m.profile_scratch_align = e.profile_scratch_align;
+  m.launch_cooperative_grid = e.launch_cooperative_grid;
+  m.launch_pdl = e.launch_pdl;
+  return m;
+}
+
+void set_metadata(Entry& e, const KernelMetadata& m) {
+  e.hash = m.hash;
+  e.fn_name = m.name;
+  e.signature = m.signature;
+  e.cubin = m.cubin;
+  e.ptx = m.ptx;
+  e.num_warps = m.num_warps;
+  e.num_ctas = m.num_ctas;
+  e.num_stages = m.num_stages;
+  e.shared = m.shared;
+  e.num_kernel_params = m.num_kernel_params;
+  e.global_scratch_size = m.global_scratch_size;
+  e.global_scratch_align = m.global_scratch_align;
+  e.profile_scratch_size = m.profile_scratch_size;
+  e.profile_scratch_align = m.profile_scratch_align;
+  e.launch_cooperative_grid = m.launch_cooperative_grid;
+  e.launch_pdl = m.launch_pdl;
+}
+
 const char* library_version() { return TRITON_EMBED_VERSION_STRING; }
 
 std::string target_text(uint32_t target) {

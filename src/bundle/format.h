@@ -64,6 +64,7 @@
 #include <vector>
 
 #include "core/tma_meta.h"
+#include "triton_embed/detail/kernel_metadata.h"
 #include "triton_embed/detail/export.h"
 #include "triton_embed/error.h"
 
@@ -128,6 +129,12 @@ struct BasicEntry {
   Bytes cubin;
   Bytes ptx;  // empty unless kept
 };
+
+/*! \brief A compiled kernel's metadata (triton_embed/detail/kernel_metadata.h) from a bundle
+ *  entry (its cubin only \c with_cubin: left out, the driver compiles the PTX), and an entry's
+ *  metadata fields set from one. */
+KernelMetadata metadata(const BasicEntry<std::string_view>& e, bool with_cubin);
+void set_metadata(BasicEntry<std::string>& e, const KernelMetadata& m);
 
 /*! \brief A tuning decision or a heuristic's result for one kernel and key; \c kind and
  *  \c payload are the integration's. */

@@ -166,30 +166,12 @@ bool ptx_serves(std::string_view ptx) {
 
 std::unique_ptr<detail::Entry> entry_from(const EntryView& ev, const Key& key, uint64_t hash,
                                           bool from_ptx) {
-  CompiledKernelFields f;
-  f.hash = std::string(ev.hash);
-  f.name = std::string(ev.fn_name);
-  f.target = target_str(ev.target);
-  f.signature = std::string(ev.signature);
-  if (!from_ptx) f.cubin = std::string(ev.cubin);  // none: the driver compiles the PTX
-  f.ptx = std::string(ev.ptx);
-  f.num_warps = ev.num_warps;
-  f.num_ctas = ev.num_ctas;
-  f.num_stages = ev.num_stages;
-  f.shared = ev.shared;
-  f.num_kernel_params = ev.num_kernel_params;
-  f.global_scratch_size = ev.global_scratch_size;
-  f.global_scratch_align = ev.global_scratch_align;
-  f.profile_scratch_size = ev.profile_scratch_size;
-  f.profile_scratch_align = ev.profile_scratch_align;
-  f.launch_cooperative_grid = ev.launch_cooperative_grid;
-  f.launch_pdl = ev.launch_pdl;
   auto e = std::make_unique<detail::Entry>();
   e->target = key.target;
   e->options = key.options;
   e->hash = hash;
   e->set_key(key);
-  e->kernel = CompiledKernelAccess::make(std::move(f));
+  e->kernel = CompiledKernelAccess::make(metadata(ev, !from_ptx), target_str(ev.target));
   e->set_launch_constants(target_warp_size(ev.target));
   e->oversized_shared_mode = ev.oversized_shared_mode;
   e->triton_version = ev.triton_version;
@@ -336,28 +318,13 @@ void record_entries(KernelState& cache_of, uint32_t index, Contents& c, int& tri
     out.target = e.target;
     out.options = encode_options(interned_options_by_id(e.options)->options);
     out.key_words = e.key_words;
-    out.hash = ck.hash();
-    out.fn_name = ck.name();
-    out.signature = ck.signature();
-    out.num_warps = ck.num_warps();
-    out.num_ctas = ck.num_ctas();
-    out.num_stages = ck.num_stages();
-    out.shared = ck.shared();
-    out.num_kernel_params = ck.num_kernel_params();
+    set_metadata(out, CompiledKernelAccess::metadata(ck));
     out.num_runtime_params = static_cast<int32_t>(e.num_runtime_params);
     out.triton_version = e.triton_version;
     out.cluster_dims[0] = ck.num_ctas();
     out.cluster_dims[1] = out.cluster_dims[2] = 1;
-    out.global_scratch_size = e.global_scratch_size;
-    out.global_scratch_align = e.global_scratch_align;
-    out.profile_scratch_size = e.profile_scratch_size;
-    out.profile_scratch_align = e.profile_scratch_align;
-    out.launch_cooperative_grid = e.cooperative;
-    out.launch_pdl = e.pdl;
     out.oversized_shared_mode = e.oversized_shared_mode;
     out.tma = e.tma;
-    out.cubin = std::string(ck.cubin());
-    out.ptx = std::string(ck.ptx());
     triton_version = std::max(triton_version, e.triton_version);
     c.entries.push_back(std::move(out));
   }

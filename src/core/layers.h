@@ -200,18 +200,9 @@ struct CallMemo {
 
 // ---- slow paths ------------------------------------------------------------------------
 //
-// The runtime asks its kernel sources (core/source.h: the loaded bundles, then the JIT layer)
-// and publishes what they answer (src/core/sources.cc); when none answers they raise
-// NotInBundleError (run_config_pre_hook: NotSupportedError).
+// The misses of the layers' memos ask the kernel sources: eval_heuristic, tune,
+// pruned_choices and run_config_pre_hook (core/source.h, src/core/sources.cc).
 
-// Heuristic `h`'s value on the frame (a source's recorded result, or the heuristic run);
-// memoised when it can be.
-ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f);
-// The choice for the frame's tuning key (a source's recorded choice, or tuned once across
-// threads); memoised.
-const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key, uint64_t hash);
-// The configurations left after pruning (Autotuner.warmup), as choices.
-std::vector<const Choice*> pruned_choices(KernelState& k, TuneLayer& t, const Frame& f);
 // The options `base` with option heuristic `h`'s value `v` set (slow path of the option memo).
 const InternedOptions* heuristic_options(KernelState& k, Heuristic& h, const InternedOptions* base,
                                          const ArgValue& v, const MemoKey& key, uint64_t hash);
@@ -221,10 +212,6 @@ struct HookedBlock {
   uint32_t param = 0;
   std::vector<int64_t> block;
 };
-// Calls the chosen config's pre_hook as Autotuner.run does; returns the descriptor arguments
-// whose block_shape it changed.
-std::vector<HookedBlock> run_config_pre_hook(KernelState& k, const TuneLayer& t, const Choice& c,
-                                             const Frame& f);
 
 // ---- the layered call (src/core/layers.cc) ---------------------------------------------
 

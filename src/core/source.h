@@ -130,6 +130,24 @@ TRITON_EMBED_API void register_source(SourceSlot slot, KernelSource* source);
 KernelSource* source(SourceSlot slot) noexcept;
 inline bool jit_linked() noexcept { return source(SourceSlot::kJit) != nullptr; }
 
+// ---- the slow paths that ask the sources (src/core/sources.cc) ----------------------------
+//
+// Each publishes what a source answered; when none answers they raise NotInBundleError
+// (run_config_pre_hook: NotSupportedError). load_kernel and interpret are declared in jit.h.
+
+// Heuristic `h`'s value on the frame (a source's recorded result, or the heuristic run);
+// memoised when it can be.
+ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f);
+// The choice for the frame's tuning key (a source's recorded choice, or tuned once across
+// threads); memoised.
+const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key, uint64_t hash);
+// The configurations left after pruning (Autotuner.warmup), as choices.
+std::vector<const Choice*> pruned_choices(KernelState& k, TuneLayer& t, const Frame& f);
+// Calls the chosen config's pre_hook as Autotuner.run does; returns the descriptor arguments
+// whose block_shape it changed.
+std::vector<HookedBlock> run_config_pre_hook(KernelState& k, const TuneLayer& t, const Choice& c,
+                                             const Frame& f);
+
 // Releases the GIL for a scope if this thread holds it (a no-op without the JIT layer), so
 // the thread can wait on the runtime's locks without blocking a thread that needs the GIL.
 class ReleaseGil {
