@@ -38,6 +38,7 @@
 
 #include "bundle/format.h"
 #include "calls_file.h"
+#include "core/errors.h"
 #include "core/kernel_state.h"
 #include "triton_embed/bundle.h"
 #include "triton_embed/error.h"
@@ -145,32 +146,8 @@ template <class F>
 auto located(const std::string& where, F&& f) -> decltype(f()) {
   try {
     return f();
-  } catch (const te::NotInBundleError& e) {
-    throw te::NotInBundleError(where + e.what());
-  } catch (const te::LookupError& e) {
-    throw te::LookupError(where + e.what());
-  } catch (const te::OverflowError& e) {
-    throw te::OverflowError(where + e.what());
-  } catch (const te::ValueError& e) {
-    throw te::ValueError(where + e.what());
-  } catch (const te::TypeError& e) {
-    throw te::TypeError(where + e.what());
-  } catch (const te::CompileError& e) {
-    throw te::CompileError(where + e.what());
-  } catch (const te::NotSupportedError& e) {
-    throw te::NotSupportedError(where + e.what());
-  } catch (const te::PythonError& e) {
-    throw te::PythonError(where + e.what());
-  } catch (const te::OutOfResourcesError& e) {
-    throw te::OutOfResourcesError(where + e.what());
-  } catch (const te::BundleError& e) {
-    throw te::BundleError(where + e.what(), e.reason());
-  } catch (const te::NoDeviceError& e) {
-    throw te::NoDeviceError(where + e.what(), e.call(), e.code(), e.name(), e.text());
-  } catch (const te::CudaError& e) {
-    throw te::CudaError(where + e.what(), e.call(), e.code(), e.name(), e.text());
-  } catch (const te::Error& e) {
-    throw te::Error(where + e.what());
+  } catch (const te::Error&) {
+    te::detail::rethrow_copy(std::current_exception(), where);
   }
 }
 

@@ -28,6 +28,7 @@
 #include "triton_embed/autotune.h"
 #include "triton_embed/detail/call.h"
 #include "triton_embed/detail/export.h"
+#include "triton_embed/detail/kernel_metadata.h"
 #include "triton_embed/dtype.h"
 #include "triton_embed/error.h"
 #include "triton_embed/grid.h"
@@ -65,39 +66,36 @@ class TRITON_EMBED_API CompiledKernel {
 
   /*! \brief Triton's kernel hash: equal to \c CompiledKernel.hash in Python for the same
    *  arguments and options. */
-  const std::string& hash() const noexcept { return hash_; }
-  const std::string& name() const noexcept { return name_; }
+  const std::string& hash() const noexcept { return meta_.hash; }
+  const std::string& name() const noexcept { return meta_.name; }
   /*! \brief The target it was compiled for, e.g. \c "cuda:90". */
   const std::string& target() const noexcept { return target_; }
   /*! \brief The specialised signature, e.g. \c "add_kernel(x_ptr: *fp32 D, ..., BLOCK: constexpr = 1024)". */
-  const std::string& signature() const noexcept { return signature_; }
-  int num_warps() const noexcept { return num_warps_; }
-  int num_ctas() const noexcept { return num_ctas_; }
-  int num_stages() const noexcept { return num_stages_; }
+  const std::string& signature() const noexcept { return meta_.signature; }
+  int num_warps() const noexcept { return meta_.num_warps; }
+  int num_ctas() const noexcept { return meta_.num_ctas; }
+  int num_stages() const noexcept { return meta_.num_stages; }
   /*! \brief Dynamic shared memory in bytes. */
-  int shared() const noexcept { return shared_; }
-  size_t global_scratch_size() const noexcept { return global_scratch_size_; }
-  size_t global_scratch_align() const noexcept { return global_scratch_align_; }
-  size_t profile_scratch_size() const noexcept { return profile_scratch_size_; }
-  size_t profile_scratch_align() const noexcept { return profile_scratch_align_; }
-  bool launch_cooperative_grid() const noexcept { return launch_cooperative_grid_; }
-  bool launch_pdl() const noexcept { return launch_pdl_; }
+  int shared() const noexcept { return meta_.shared; }
+  size_t global_scratch_size() const noexcept { return meta_.global_scratch_size; }
+  size_t global_scratch_align() const noexcept { return meta_.global_scratch_align; }
+  size_t profile_scratch_size() const noexcept { return meta_.profile_scratch_size; }
+  size_t profile_scratch_align() const noexcept { return meta_.profile_scratch_align; }
+  bool launch_cooperative_grid() const noexcept { return meta_.launch_cooperative_grid; }
+  bool launch_pdl() const noexcept { return meta_.launch_pdl; }
   /*! \brief Number of kernel parameters the launch passes (runtime arguments plus Triton's
    *  hidden scratch pointers). */
-  int num_kernel_params() const noexcept { return num_kernel_params_; }
+  int num_kernel_params() const noexcept { return meta_.num_kernel_params; }
   /*! \brief The cubin. */
-  std::string_view cubin() const noexcept { return cubin_; }
+  std::string_view cubin() const noexcept { return meta_.cubin; }
   /*! \brief The PTX, when Triton kept it. */
-  std::string_view ptx() const noexcept { return ptx_; }
+  std::string_view ptx() const noexcept { return meta_.ptx; }
 
  private:
   CompiledKernel() = default;
   friend struct detail::CompiledKernelAccess;
-  std::string hash_, name_, target_, signature_, cubin_, ptx_;
-  int num_warps_ = 4, num_ctas_ = 1, num_stages_ = 3, shared_ = 0, num_kernel_params_ = 0;
-  size_t global_scratch_size_ = 0, global_scratch_align_ = 1;
-  size_t profile_scratch_size_ = 0, profile_scratch_align_ = 1;
-  bool launch_cooperative_grid_ = false, launch_pdl_ = false;
+  detail::KernelMetadata meta_;
+  std::string target_;
 };
 
 class JitFunction;

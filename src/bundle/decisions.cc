@@ -248,8 +248,8 @@ void record_decisions(const KernelState& k, uint32_t kernel, Contents& out) {
   }
 }
 
-void apply_heuristics(const ContentsView& c, uint32_t kernel, KernelState& k,
-                      const std::string& where) {
+void decode_heuristics(const ContentsView& c, uint32_t kernel, KernelState& k,
+                       const std::string& where, std::vector<HeuristicRecord>& out) {
   for (const RecordView& rec : c.records) {
     if (rec.kernel != kernel || rec.kind != kRecordHeuristic) continue;
     const std::vector<uint64_t>& kw = rec.key_words;
@@ -259,8 +259,10 @@ void apply_heuristics(const ContentsView& c, uint32_t kernel, KernelState& k,
         hi >= k.layers[li]->heuristics.size() || kw[1] > kMaxArgs * 3 || kw.size() < 2 + kw[1]) {
       corrupt(where, "a heuristic record for a heuristic the kernel does not have");
     }
-    Heuristic& h = *k.layers[li]->heuristics[hi];
-    std::vector<Dep> deps;
+    HeuristicRecord hr;
+    hr.layer = static_cast<uint32_t>(li);
+    hr.heuristic = static_cast<uint32_t>(hi);
+    std::vector<Dep>& deps = hr.deps;
     for (uint64_t i = 0; i < kw[1]; ++i) {
       const uint64_t d = kw[2 + i];
       if ((d >> 8) >= k.params.size() || (d & 0xFF) > static_cast<uint64_t>(Aspect::kAddress)) {
@@ -272,39 +274,16 @@ void apply_heuristics(const ContentsView& c, uint32_t kernel, KernelState& k,
     if (nkey > kMemoWords) corrupt(where, "a heuristic record with an oversized key");
     Reader r(rec.payload, k, where, "heuristic record");
     check_version(r.u8(), kRecordVersion, where, "heuristic records");
-    ArgValue value;
-    if (!r.value(value)) r.fail("a heuristic result only Python can hold");
+    if (!r.value(hr.value)) r.fail("a heuristic result only Python can hold");
     if (!r.done()) r.fail("bytes after the heuristic result");
-    std::lock_guard<std::mutex> lock(h.mu);
-    HeuristicPlan* plan = h.plan.load(std::memory_order_relaxed);
-    if (plan == nullptr) {
-      h.plans.push_back(std::make_unique<HeuristicPlan>());
-      plan = h.plans.back().get();
-      plan->deps = deps;
-      h.plan.store(plan, std::memory_order_release);
-      invalidate_call_memo(k.call_memo.get());
-    } else if (plan->deps != deps) {
-      continue;  // recorded under another plan: its keys mean something else
-    }
-    MemoKey key;
-    for (size_t i = 0; i < nkey; ++i) key.push(kw[2 + kw[1] + i]);
-    if (h.recorded_plan != plan) {
-      h.recorded.clear();
-      h.recorded_plan = plan;
-    }
-    if (!h.recorded.emplace(std::vector<uint64_t>(key.w, key.w + key.n), value).second) {
-      continue;  // known: kept
-    }
-    uint64_t stored[2];
-    static_assert(sizeof(ArgValue) == sizeof(stored), "a memo value holds one ArgValue");
-    std::memcpy(stored, &value, sizeof(stored));
-    plan->memo.insert(key, key.hash(), stored);
+    for (size_t i = 0; i < nkey; ++i) hr.key.push(kw[2 + kw[1] + i]);
+    out.push_back(std::move(hr));
   }
 }
 
-void apply_choices(const ContentsView& c, uint32_t kernel, KernelState& k, size_t layer,
-                   uint32_t target, bool skip_pre_hook, const std::string& where) {
-  TuneLayer& t = *k.layers[layer]->tune;
+void decode_choices(const ContentsView& c, uint32_t kernel, KernelState& k, size_t layer,
+                    uint32_t target, bool skip_pre_hook, const std::string& where,
+                    std::vector<ChoiceRecord>& out) {
   auto ours = [&](const RecordView& rec) {
     return rec.kernel == kernel && rec.kind == kRecordChoice && rec.key_words.size() >= 3 &&
            rec.key_words[0] == layer;
@@ -342,17 +321,13 @@ void apply_choices(const ContentsView& c, uint32_t kernel, KernelState& k, size_
     choice->result.from_cache = true;
     if (!r.done()) r.fail("bytes after the choice");
     if (choice->pre_hook && skip_pre_hook) continue;
-    MemoKey key;
-    key.push(base->id);
-    for (size_t i = at; i < kw.size(); ++i) key.push(kw[i]);
-    if (key.overflow) corrupt(where, "a tuning record with an oversized key");
-    std::vector<uint64_t> words{serving};
-    words.insert(words.end(), key.w, key.w + key.n);
-    std::lock_guard<std::mutex> lock(t.mu);
-    if (!t.recorded.emplace(std::move(words), choice.get()).second) continue;  // known: kept
-    const uint64_t stored[2] = {reinterpret_cast<uintptr_t>(choice.get()), 0};
-    t.memo.insert(key, key.hash(), stored);
-    t.choices.push_back(std::move(choice));
+    ChoiceRecord cr;
+    cr.target = serving;
+    cr.key.push(base->id);
+    for (size_t i = at; i < kw.size(); ++i) cr.key.push(kw[i]);
+    if (cr.key.overflow) corrupt(where, "a tuning record with an oversized key");
+    cr.choice = std::move(choice);
+    out.push_back(std::move(cr));
   }
 }
 

@@ -5,7 +5,8 @@
 // the autotuner's key parameters) and the decisions the recording process made (each
 // heuristic's result per memo key; each tuned choice per target and tuning key). Loading them
 // fills the layers' memos, so a program with no Python launches the kernel for every key the
-// recording saw, and raises NotInBundleError for one it did not.
+// recording saw, and raises NotInBundleError for one it did not. The runtime publishes them
+// (src/core/sources.cc); nothing here writes a memo.
 //
 // The layers go into bundle::Kernel::layers; the decisions into bundle::Record:
 //   kind 1, a heuristic's result: key = {layer << 32 | heuristic, number of deps, each dep
@@ -17,9 +18,11 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bundle/format.h"
 #include "core/kernel_state.h"
+#include "core/source.h"
 
 namespace triton_embed::detail::bundle {
 
@@ -38,17 +41,18 @@ void decode_layers(std::string_view bytes, KernelState& k, const std::string& wh
 // records of bundle kernel `kernel`.
 void record_decisions(const KernelState& k, uint32_t kernel, Contents& out);
 
-// Fills k's heuristic memos from the records of bundle kernel `kernel` in `c`: every result
-// whose deps match the heuristic's plan (the first record seen makes the plan, when the
-// heuristic has none yet). Results already known are kept.
-void apply_heuristics(const ContentsView& c, uint32_t kernel, KernelState& k,
-                      const std::string& where);
+// The heuristic results the records of bundle kernel `kernel` in `c` hold, appended to `out`
+// (the runtime makes the first one's deps a heuristic's plan when it has none, and leaves out
+// those recorded under another plan).
+void decode_heuristics(const ContentsView& c, uint32_t kernel, KernelState& k,
+                       const std::string& where, std::vector<HeuristicRecord>& out);
 
-// Fills the memo of k's autotune layer `layer` with the choices `c` holds for it, tuned for
-// the target that serves `target` (the same, else the newest older one with the same warp
-// size; 0: the newest). Keys already known are kept. With `skip_pre_hook`, choices whose
-// config has a pre_hook are left out (the JIT layer tunes those itself: it must run the hook).
-void apply_choices(const ContentsView& c, uint32_t kernel, KernelState& k, size_t layer,
-                   uint32_t target, bool skip_pre_hook, const std::string& where);
+// The choices `c` holds for k's autotune layer `layer`, tuned for the target that serves
+// `target` (the same, else the newest older one with the same warp size; 0: the newest),
+// appended to `out`. With `skip_pre_hook`, choices whose config has a pre_hook are left out
+// (the JIT layer tunes those itself: it must run the hook).
+void decode_choices(const ContentsView& c, uint32_t kernel, KernelState& k, size_t layer,
+                    uint32_t target, bool skip_pre_hook, const std::string& where,
+                    std::vector<ChoiceRecord>& out);
 
 }  // namespace triton_embed::detail::bundle

@@ -192,6 +192,109 @@ Range add_words(std::string& words, const std::vector<uint64_t>& w) {
   return r;
 }
 
+// ---- the layout of each fixed-size item ---------------------------------------------------
+//
+// Each item's fields with their byte offsets and how they are stored, once: serialize writes
+// an item by visiting them with an Encoder, the Parser reads it by visiting them with a
+// Decoder. (const items are written, mutable ones read.)
+
+template <class K, class V>
+void kernel_layout(K& k, V& v) {
+  v.str(0, k.module, "module");
+  v.str(16, k.name, "name");
+  v.str(32, k.source_hash, "source hash");
+  v.str(48, k.wrapper, "wrapper");
+  v.str(64, k.params, "params");
+  v.str(80, k.layers, "layers");
+}
+
+template <class E, class V>
+void entry_layout(E& e, V& v) {
+  v.kernel(0, e.kernel, "kernel");
+  v.u32(4, e.target);
+  v.str(8, e.options, "options");
+  v.str(24, e.hash, "hash");
+  v.str(40, e.fn_name, "function name");
+  v.str(56, e.signature, "signature");
+  v.words(72, e.key_words, "key");
+  v.tma(88, e.tma);  // first record and count
+  v.blob(104, e.cubin, "cubin");
+  v.blob(120, e.ptx, "ptx");
+  v.i32(136, e.num_warps);
+  v.i32(140, e.num_ctas);
+  v.i32(144, e.num_stages);
+  v.i32(148, e.shared);
+  v.i32(152, e.num_kernel_params);
+  v.i32(156, e.num_runtime_params);
+  v.i32(160, e.triton_version);
+  for (int d = 0; d < 3; ++d) v.i32(164 + 4 * d, e.cluster_dims[d]);
+  v.u64(176, e.global_scratch_size);
+  v.u64(184, e.global_scratch_align);
+  v.u64(192, e.profile_scratch_size);
+  v.u64(200, e.profile_scratch_align);
+  v.flag(208, e.launch_cooperative_grid, "launch_cooperative_grid");
+  v.flag(209, e.launch_pdl, "launch_pdl");
+  v.flag(210, e.oversized_shared_mode, "oversized_shared_mode");
+}
+
+template <class R, class V>
+void record_layout(R& r, V& v) {
+  v.u32(0, r.kind);
+  v.kernel(4, r.kernel, "kernel");
+  v.words(8, r.key_words, "key");
+  v.str(24, r.payload, "payload");
+}
+
+// present and fp4_padded are 32-bit words, checked by the Parser after the record is read.
+template <class T, class V>
+void tma_layout(T& m, V& v) {
+  v.word(0, m.present);
+  v.i32(4, m.swizzle);
+  v.i32(8, m.elem_size);
+  v.i32(12, m.elem_type);
+  v.i32(16, m.rank);
+  for (int d = 0; d < 5; ++d) v.u32(20 + 4 * d, m.box[d]);
+  v.word(40, m.fp4_padded);
+}
+
+// Writes an item's fields into `it`, its strings, blobs, words and TMA records into their
+// sections.
+class Encoder {
+ public:
+  Encoder(Item& it, Pool& strings, Pool& blobs, std::string& words, std::string& tma)
+      : it_(it), strings_(strings), blobs_(blobs), words_(words), tma_(tma) {}
+  void u32(size_t at, uint32_t v) { it_.u32(at, v); }
+  void kernel(size_t at, uint32_t v, const char*) { it_.u32(at, v); }
+  void i32(size_t at, int32_t v) { it_.i32(at, v); }
+  void u64(size_t at, uint64_t v) { it_.u64(at, v); }
+  void flag(size_t at, bool v, const char*) { it_.u8(at, v); }
+  void word(size_t at, bool v) { it_.u32(at, v ? 1 : 0); }
+  void str(size_t at, std::string_view v, const char*) { it_.ref(at, strings_.add(v)); }
+  void blob(size_t at, std::string_view v, const char*) { it_.ref(at, blobs_.add(v)); }
+  void words(size_t at, const std::vector<uint64_t>& w, const char*) {
+    const Range r = add_words(words_, w);
+    it_.u64(at, r.first);
+    it_.u64(at + 8, r.count);
+  }
+  void tma(size_t at, const std::vector<TmaMeta>& records) {
+    it_.u64(at, records.empty() ? 0 : tma_.size() / kTmaSize);
+    it_.u64(at + 8, records.size());
+    for (const TmaMeta& m : records) {
+      Item ti(kTmaSize);
+      Encoder e(ti, strings_, blobs_, words_, tma_);
+      tma_layout(m, e);
+      tma_ += ti.bytes();
+    }
+  }
+
+ private:
+  Item& it_;
+  Pool& strings_;
+  Pool& blobs_;
+  std::string& words_;
+  std::string& tma_;
+};
+
 }  // namespace
 
 uint32_t crc32(const void* data, size_t size) {
@@ -210,10 +313,44 @@ uint32_t crc32(const void* data, size_t size) {
   return ~c;
 }
 
-bool operator==(const TmaRecord& a, const TmaRecord& b) {
-  return a.present == b.present && a.swizzle == b.swizzle && a.elem_size == b.elem_size &&
-         a.elem_type == b.elem_type && a.rank == b.rank && a.fp4_padded == b.fp4_padded &&
-         std::equal(std::begin(a.box), std::end(a.box), std::begin(b.box));
+KernelMetadata metadata(const EntryView& e, bool with_cubin) {
+  KernelMetadata m;
+  m.hash = std::string(e.hash);
+  m.name = std::string(e.fn_name);
+  m.signature = std::string(e.signature);
+  if (with_cubin) m.cubin = std::string(e.cubin);
+  m.ptx = std::string(e.ptx);
+  m.num_warps = e.num_warps;
+  m.num_ctas = e.num_ctas;
+  m.num_stages = e.num_stages;
+  m.shared = e.shared;
+  m.num_kernel_params = e.num_kernel_params;
+  m.global_scratch_size = e.global_scratch_size;
+  m.global_scratch_align = e.global_scratch_align;
+  m.profile_scratch_size = e.profile_scratch_size;
+  m.profile_scratch_align = e.profile_scratch_align;
+  m.launch_cooperative_grid = e.launch_cooperative_grid;
+  m.launch_pdl = e.launch_pdl;
+  return m;
+}
+
+void set_metadata(Entry& e, const KernelMetadata& m) {
+  e.hash = m.hash;
+  e.fn_name = m.name;
+  e.signature = m.signature;
+  e.cubin = m.cubin;
+  e.ptx = m.ptx;
+  e.num_warps = m.num_warps;
+  e.num_ctas = m.num_ctas;
+  e.num_stages = m.num_stages;
+  e.shared = m.shared;
+  e.num_kernel_params = m.num_kernel_params;
+  e.global_scratch_size = m.global_scratch_size;
+  e.global_scratch_align = m.global_scratch_align;
+  e.profile_scratch_size = m.profile_scratch_size;
+  e.profile_scratch_align = m.profile_scratch_align;
+  e.launch_cooperative_grid = m.launch_cooperative_grid;
+  e.launch_pdl = m.launch_pdl;
 }
 
 const char* library_version() { return TRITON_EMBED_VERSION_STRING; }
@@ -248,63 +385,20 @@ std::string serialize(const Contents& c) {
   std::string words, tma, kernels, entries, records;
   for (const Kernel& k : c.kernels) {
     Item it(kKernelSize);
-    it.ref(0, strings.add(k.module));
-    it.ref(16, strings.add(k.name));
-    it.ref(32, strings.add(k.source_hash));
-    it.ref(48, strings.add(k.wrapper));
-    it.ref(64, strings.add(k.params));
-    it.ref(80, strings.add(k.layers));
+    Encoder e(it, strings, blobs, words, tma);
+    kernel_layout(k, e);
     kernels += it.bytes();
   }
-  for (const Entry& e : c.entries) {
+  for (const Entry& en : c.entries) {
     Item it(kEntrySize);
-    it.u32(0, e.kernel);
-    it.u32(4, e.target);
-    it.ref(8, strings.add(e.options));
-    it.ref(24, strings.add(e.hash));
-    it.ref(40, strings.add(e.fn_name));
-    it.ref(56, strings.add(e.signature));
-    const Range key = add_words(words, e.key_words);
-    it.u64(72, key.first);
-    it.u64(80, key.count);
-    const Range t{e.tma.empty() ? 0 : tma.size() / kTmaSize, e.tma.size()};
-    for (const TmaRecord& r : e.tma) {
-      Item ti(kTmaSize);
-      ti.u32(0, r.present ? 1 : 0);
-      ti.i32(4, r.swizzle);
-      ti.i32(8, r.elem_size);
-      ti.i32(12, r.elem_type);
-      ti.i32(16, r.rank);
-      for (int d = 0; d < 5; ++d) ti.u32(20 + 4 * d, r.box[d]);
-      ti.u32(40, r.fp4_padded ? 1 : 0);
-      tma += ti.bytes();
-    }
-    it.u64(88, t.first);
-    it.u64(96, t.count);
-    it.ref(104, blobs.add(e.cubin));
-    it.ref(120, blobs.add(e.ptx));
-    const int32_t ints[10] = {e.num_warps,         e.num_ctas,           e.num_stages,
-                              e.shared,            e.num_kernel_params,  e.num_runtime_params,
-                              e.triton_version,    e.cluster_dims[0],    e.cluster_dims[1],
-                              e.cluster_dims[2]};
-    for (int i = 0; i < 10; ++i) it.i32(136 + 4 * i, ints[i]);
-    it.u64(176, e.global_scratch_size);
-    it.u64(184, e.global_scratch_align);
-    it.u64(192, e.profile_scratch_size);
-    it.u64(200, e.profile_scratch_align);
-    it.u8(208, e.launch_cooperative_grid);
-    it.u8(209, e.launch_pdl);
-    it.u8(210, e.oversized_shared_mode);
+    Encoder e(it, strings, blobs, words, tma);
+    entry_layout(en, e);
     entries += it.bytes();
   }
   for (const Record& r : c.records) {
     Item it(kRecordSize);
-    it.u32(0, r.kind);
-    it.u32(4, r.kernel);
-    const Range key = add_words(words, r.key_words);
-    it.u64(8, key.first);
-    it.u64(16, key.count);
-    it.ref(24, strings.add(r.payload));
+    Encoder e(it, strings, blobs, words, tma);
+    record_layout(r, e);
     records += it.bytes();
   }
   const Ref lib = strings.add(c.producer.library_version);
@@ -614,79 +708,77 @@ class Parser {
     const Section& ks = sec_[kKernels];
     out->kernels.resize(ks.count);
     for (size_t i = 0; i < ks.count; ++i) {
-      const char* r = p_ + ks.offset + i * kKernelSize;
-      KernelView& k = out->kernels[i];
-      k.module = str(r, {"kernel", i, "module"});
-      k.name = str(r + 16, {"kernel", i, "name"});
-      k.source_hash = str(r + 32, {"kernel", i, "source hash"});
-      k.wrapper = str(r + 48, {"kernel", i, "wrapper"});
-      k.params = str(r + 64, {"kernel", i, "params"});
-      k.layers = str(r + 80, {"kernel", i, "layers"});
+      Decoder d{*this, p_ + ks.offset + i * kKernelSize, "kernel", i};
+      kernel_layout(out->kernels[i], d);
     }
-
     const Section& es = sec_[kEntries];
-    const Section& ts = sec_[kTma];
     out->entries.resize(es.count);
     for (size_t i = 0; i < es.count; ++i) {
-      const char* r = p_ + es.offset + i * kEntrySize;
-      EntryView& e = out->entries[i];
-      e.kernel = kernel_index(r, {"entry", i, "kernel"});
-      e.target = rd32(r + 4);
-      e.options = str(r + 8, {"entry", i, "options"});
-      e.hash = str(r + 24, {"entry", i, "hash"});
-      e.fn_name = str(r + 40, {"entry", i, "function name"});
-      e.signature = str(r + 56, {"entry", i, "signature"});
-      e.key_words = words(r + 72, {"entry", i, "key"});
-      const uint64_t tfirst = rd64(r + 88), tcount = rd64(r + 96);
-      if (!in_bounds(tfirst, tcount, ts.count)) {
-        corrupt("entry #" + std::to_string(i) + " TMA records " + std::to_string(tfirst) + "+" +
-                std::to_string(tcount) + " lie outside the " + std::to_string(ts.count) +
-                " records");
-      }
-      e.tma.resize(tcount);
-      for (uint64_t j = 0; j < tcount; ++j) {
-        const char* t = p_ + ts.offset + (tfirst + j) * kTmaSize;
-        TmaRecord& m = e.tma[j];
-        const uint32_t present = rd32(t), fp4 = rd32(t + 40);
-        m.swizzle = static_cast<int32_t>(rd32(t + 4));
-        m.elem_size = static_cast<int32_t>(rd32(t + 8));
-        m.elem_type = static_cast<int32_t>(rd32(t + 12));
-        m.rank = static_cast<int32_t>(rd32(t + 16));
-        for (int d = 0; d < 5; ++d) m.box[d] = rd32(t + 20 + 4 * d);
-        if (present > 1 || fp4 > 1 || m.rank < 0 || m.rank > 5) {
-          corrupt("entry #" + std::to_string(i) + " TMA record #" + std::to_string(j) +
-                  ": present " + std::to_string(present) + ", fp4_padded " +
-                  std::to_string(fp4) + ", rank " + std::to_string(m.rank) +
-                  " (expected 0/1, 0/1, 0..5)");
-        }
-        m.present = present == 1;
-        m.fp4_padded = fp4 == 1;
-      }
-      e.cubin = blob(r + 104, {"entry", i, "cubin"});
-      e.ptx = blob(r + 120, {"entry", i, "ptx"});
-      int32_t* ints[10] = {&e.num_warps,      &e.num_ctas,           &e.num_stages,
-                           &e.shared,         &e.num_kernel_params,  &e.num_runtime_params,
-                           &e.triton_version, &e.cluster_dims[0],    &e.cluster_dims[1],
-                           &e.cluster_dims[2]};
-      for (int j = 0; j < 10; ++j) *ints[j] = static_cast<int32_t>(rd32(r + 136 + 4 * j));
-      e.global_scratch_size = rd64(r + 176);
-      e.global_scratch_align = rd64(r + 184);
-      e.profile_scratch_size = rd64(r + 192);
-      e.profile_scratch_align = rd64(r + 200);
-      e.launch_cooperative_grid = flag(r + 208, {"entry", i, "launch_cooperative_grid"});
-      e.launch_pdl = flag(r + 209, {"entry", i, "launch_pdl"});
-      e.oversized_shared_mode = flag(r + 210, {"entry", i, "oversized_shared_mode"});
+      Decoder d{*this, p_ + es.offset + i * kEntrySize, "entry", i};
+      entry_layout(out->entries[i], d);
     }
-
     const Section& rs = sec_[kRecords];
     out->records.resize(rs.count);
     for (size_t i = 0; i < rs.count; ++i) {
-      const char* r = p_ + rs.offset + i * kRecordSize;
-      RecordView& rec = out->records[i];
-      rec.kind = rd32(r);
-      rec.kernel = kernel_index(r + 4, {"record", i, "kernel"});
-      rec.key_words = words(r + 8, {"record", i, "key"});
-      rec.payload = str(r + 24, {"record", i, "payload"});
+      Decoder d{*this, p_ + rs.offset + i * kRecordSize, "record", i};
+      record_layout(out->records[i], d);
+    }
+  }
+
+  // Reads an item's fields from its bytes at `r` (item `index` of kind `item`), checking each
+  // reference against its section.
+  struct Decoder {
+    const Parser& p;
+    const char* r;
+    const char* item;
+    size_t index;
+    void u32(size_t at, uint32_t& v) const { v = rd32(r + at); }
+    void kernel(size_t at, uint32_t& v, const char* f) const {
+      v = p.kernel_index(r + at, {item, index, f});
+    }
+    void i32(size_t at, int32_t& v) const { v = static_cast<int32_t>(rd32(r + at)); }
+    void u64(size_t at, uint64_t& v) const { v = rd64(r + at); }
+    void flag(size_t at, bool& v, const char* f) const { v = p.flag(r + at, {item, index, f}); }
+    void str(size_t at, std::string_view& v, const char* f) const {
+      v = p.str(r + at, {item, index, f});
+    }
+    void blob(size_t at, std::string_view& v, const char* f) const {
+      v = p.blob(r + at, {item, index, f});
+    }
+    void words(size_t at, std::vector<uint64_t>& v, const char* f) const {
+      v = p.words(r + at, {item, index, f});
+    }
+    void tma(size_t at, std::vector<TmaMeta>& v) const { p.tma_records(r + at, index, v); }
+  };
+
+  // The TMA records of entry `i` (first record and count at `at`).
+  void tma_records(const char* at, size_t i, std::vector<TmaMeta>& out) const {
+    const Section& ts = sec_[kTma];
+    const uint64_t tfirst = rd64(at), tcount = rd64(at + 8);
+    if (!in_bounds(tfirst, tcount, ts.count)) {
+      corrupt("entry #" + std::to_string(i) + " TMA records " + std::to_string(tfirst) + "+" +
+              std::to_string(tcount) + " lie outside the " + std::to_string(ts.count) +
+              " records");
+    }
+    out.resize(tcount);
+    for (uint64_t j = 0; j < tcount; ++j) {
+      // present and fp4_padded as the words they are stored as, to check them.
+      struct Words : Decoder {
+        uint32_t present = 0, fp4 = 0;
+        void word(size_t at, bool&) {
+          (at == 0 ? present : fp4) = rd32(r + at);
+        }
+      } d{{*this, p_ + ts.offset + (tfirst + j) * kTmaSize, "entry", i}};
+      TmaMeta& m = out[j];
+      tma_layout(m, d);
+      if (d.present > 1 || d.fp4 > 1 || m.rank < 0 || m.rank > 5) {
+        corrupt("entry #" + std::to_string(i) + " TMA record #" + std::to_string(j) +
+                ": present " + std::to_string(d.present) + ", fp4_padded " +
+                std::to_string(d.fp4) + ", rank " + std::to_string(m.rank) +
+                " (expected 0/1, 0/1, 0..5)");
+      }
+      m.present = d.present == 1;
+      m.fp4_padded = d.fp4 == 1;
     }
   }
 

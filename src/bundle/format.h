@@ -63,6 +63,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/tma_meta.h"
+#include "triton_embed/detail/kernel_metadata.h"
 #include "triton_embed/detail/export.h"
 #include "triton_embed/error.h"
 
@@ -76,19 +78,6 @@ inline constexpr size_t kBlobAlign = 256;
 /*! \brief The size of the fixed header. */
 inline constexpr size_t kHeaderSize = 128;
 
-/*! \brief What a compiled kernel's metadata says of one tensor-descriptor parameter (Triton's
- *  \c tensordesc_meta), as the launcher's \c TmaMeta holds it. */
-struct TmaRecord {
-  bool present = false;
-  int32_t swizzle = 0;
-  int32_t elem_size = 0;
-  int32_t elem_type = 0;
-  int32_t rank = 0;  // 0..5
-  uint32_t box[5] = {};
-  bool fp4_padded = false;
-};
-bool operator==(const TmaRecord& a, const TmaRecord& b);
-inline bool operator!=(const TmaRecord& a, const TmaRecord& b) { return !(a == b); }
 
 /*! \brief Who wrote the bundle. \c Bytes is \c std::string (to write) or \c std::string_view
  *  (read: views into the bundle's bytes). */
@@ -136,10 +125,16 @@ struct BasicEntry {
   bool launch_cooperative_grid = false;
   bool launch_pdl = false;
   bool oversized_shared_mode = false;
-  std::vector<TmaRecord> tma;  // one per tensor-descriptor leaf, in order
+  std::vector<TmaMeta> tma;  // one per tensor-descriptor leaf, in order
   Bytes cubin;
   Bytes ptx;  // empty unless kept
 };
+
+/*! \brief A compiled kernel's metadata (triton_embed/detail/kernel_metadata.h) from a bundle
+ *  entry (its cubin only \c with_cubin: left out, the driver compiles the PTX), and an entry's
+ *  metadata fields set from one. */
+KernelMetadata metadata(const BasicEntry<std::string_view>& e, bool with_cubin);
+void set_metadata(BasicEntry<std::string>& e, const KernelMetadata& m);
 
 /*! \brief A tuning decision or a heuristic's result for one kernel and key; \c kind and
  *  \c payload are the integration's. */

@@ -16,9 +16,11 @@
 
 #include "bundle/decisions.h"
 #include "bundle/kernel_table.h"
+#include "core/cache.h"
 #include "core/compiled_kernel.h"
 #include "core/errors.h"
 #include "core/registry.h"
+#include "core/source.h"
 #include "core/target.h"
 #include "triton_embed/bundle.h"
 
@@ -47,30 +49,6 @@ bool same_kernel(const KernelView& kv, const KernelState& k) {
   // A kernel whose source the JIT layer read is matched on its source hash too, so that a
   // bundle made from another version of the kernel is never launched in its place.
   return k.source_hash.empty() || kv.source_hash.empty() || kv.source_hash == k.source_hash;
-}
-
-// A descriptor's TMA metadata as the cache entry holds it and as a bundle stores it.
-TmaMeta to_meta(const TmaRecord& t) {
-  TmaMeta m;
-  m.present = t.present;
-  m.swizzle = t.swizzle;
-  m.elem_size = t.elem_size;
-  m.elem_type = t.elem_type;
-  m.rank = t.rank;
-  std::copy(std::begin(t.box), std::end(t.box), std::begin(m.box));
-  m.fp4_padded = t.fp4_padded;
-  return m;
-}
-TmaRecord to_record(const TmaMeta& m) {
-  TmaRecord t;
-  t.present = m.present;
-  t.swizzle = m.swizzle;
-  t.elem_size = m.elem_size;
-  t.elem_type = m.elem_type;
-  t.rank = m.rank;
-  std::copy(std::begin(m.box), std::end(m.box), std::begin(t.box));
-  t.fp4_padded = m.fp4_padded;
-  return t;
 }
 
 std::string where(const Bundle& b, const KernelView& kv) {
@@ -128,9 +106,7 @@ void each_new_kernel(Store& s, size_t& applied, const KernelState& k, F&& f) {
   }
 }
 
-}  // namespace
-
-KernelState* load_kernel(std::string_view module, std::string_view name) {
+KernelState* load_bundled_kernel(std::string_view module, std::string_view name) {
   load_from_environment();
   std::unique_ptr<KernelState> outer, inner;
   {
@@ -167,56 +143,6 @@ KernelState* load_kernel(std::string_view module, std::string_view name) {
   return insert_kernel(std::string(module), std::string(name), std::move(outer), &loser);
 }
 
-bool bundled_heuristic(KernelState& k, Heuristic& h, const Frame& f, ArgValue& out) {
-  load_from_environment();
-  Store& s = store();
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    each_new_kernel(s, s.heuristics_applied[&k], k,
-                    [&](const Bundle& b, const ContentsView& c, uint32_t i) {
-                      apply_heuristics(c, i, k, where(b, c.kernels[i]));
-                    });
-  }
-  const HeuristicPlan* plan = h.plan.load(std::memory_order_acquire);
-  if (plan == nullptr) return false;
-  MemoKey key;
-  heuristic_memo_key(*plan, f, key);
-  uint64_t v[2];
-  if (key.overflow || !plan->memo.find(key, key.hash(), v)) return false;
-  std::memcpy(static_cast<void*>(&out), v, sizeof(out));
-  return true;
-}
-
-const Choice* bundled_choice(KernelState& k, TuneLayer& t, const MemoKey& key, uint64_t hash,
-                             bool jit) {
-  if (key.overflow) return nullptr;
-  load_from_environment();
-  const uint32_t target = current_target_code();
-  size_t layer = k.layers.size();
-  for (size_t i = 0; i < k.layers.size(); ++i) {
-    if (k.layers[i]->tune.get() == &t) layer = i;
-  }
-  TE_ICHECK(layer < k.layers.size()) << "an autotune layer not of its kernel";
-  // The JIT layer takes a bundle's choices only for the very kernel and configs they were
-  // tuned from, and tunes configs with a pre_hook itself (it must run the hook).
-  const std::string layers = jit ? encode_layers(k) : std::string();
-  Store& s = store();
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    each_new_kernel(s, s.choices_applied[{&t, target}], k,
-                    [&](const Bundle& b, const ContentsView& c, uint32_t i) {
-                      const KernelView& kv = c.kernels[i];
-                      if (jit && (kv.source_hash.empty() || kv.layers != layers)) return;
-                      apply_choices(c, i, k, layer, target, jit, where(b, kv));
-                    });
-  }
-  uint64_t v[2];
-  return t.memo.find(key, hash, v) ? reinterpret_cast<const Choice*>(static_cast<uintptr_t>(v[0]))
-                                   : nullptr;
-}
-
-namespace {
-
 // The `.target` of a PTX module ("sm_80", "sm_90a"), or empty.
 std::string_view ptx_target(std::string_view ptx) {
   const size_t at = ptx.find("\n.target ");
@@ -240,40 +166,20 @@ bool ptx_serves(std::string_view ptx) {
 
 std::unique_ptr<detail::Entry> entry_from(const EntryView& ev, const Key& key, uint64_t hash,
                                           bool from_ptx) {
-  CompiledKernelFields f;
-  f.hash = std::string(ev.hash);
-  f.name = std::string(ev.fn_name);
-  f.target = target_str(ev.target);
-  f.signature = std::string(ev.signature);
-  if (!from_ptx) f.cubin = std::string(ev.cubin);  // none: the driver compiles the PTX
-  f.ptx = std::string(ev.ptx);
-  f.num_warps = ev.num_warps;
-  f.num_ctas = ev.num_ctas;
-  f.num_stages = ev.num_stages;
-  f.shared = ev.shared;
-  f.num_kernel_params = ev.num_kernel_params;
-  f.global_scratch_size = ev.global_scratch_size;
-  f.global_scratch_align = ev.global_scratch_align;
-  f.profile_scratch_size = ev.profile_scratch_size;
-  f.profile_scratch_align = ev.profile_scratch_align;
-  f.launch_cooperative_grid = ev.launch_cooperative_grid;
-  f.launch_pdl = ev.launch_pdl;
   auto e = std::make_unique<detail::Entry>();
   e->target = key.target;
   e->options = key.options;
   e->hash = hash;
   e->set_key(key);
-  e->kernel = CompiledKernelAccess::make(std::move(f));
+  e->kernel = CompiledKernelAccess::make(metadata(ev, !from_ptx), target_str(ev.target));
   e->set_launch_constants(target_warp_size(ev.target));
   e->oversized_shared_mode = ev.oversized_shared_mode;
   e->triton_version = ev.triton_version;
-  for (const TmaRecord& t : ev.tma) e->tma.push_back(to_meta(t));
+  e->tma = ev.tma;
   return e;
 }
 
-}  // namespace
-
-std::unique_ptr<detail::Entry> make_entry(const KernelState& k, const InternedOptions& options,
+std::unique_ptr<detail::Entry> bundled_entry(const KernelState& k, const InternedOptions& options,
                                           const Key& key, uint64_t hash) {
   load_from_environment();
   const std::string opts = encode_options(options.options);
@@ -310,7 +216,7 @@ std::unique_ptr<detail::Entry> make_entry(const KernelState& k, const InternedOp
   return entry_from(*older, key, hash, true);
 }
 
-std::string nearest_entries(const KernelState& k, uint32_t target) {
+std::string nearest(const KernelState& k, uint32_t target) {
   load_from_environment();
   Store& s = store();
   std::lock_guard<std::mutex> lock(s.mu);
@@ -338,6 +244,64 @@ std::string nearest_entries(const KernelState& k, uint32_t target) {
   return os.str();
 }
 
+// The loaded bundles as a kernel source (core/source.h).
+class BundleSource final : public KernelSource {
+ public:
+  KernelState* load_kernel(std::string_view module, std::string_view name) override {
+    record_at_exit_if_asked();
+    // With the JIT layer the kernel comes from Python (its bundle entries still serve its
+    // cache misses).
+    return jit_linked() ? nullptr : load_bundled_kernel(module, name);
+  }
+  std::unique_ptr<detail::Entry> build_entry(KernelState& k, const InternedOptions& options,
+                                             const Key& key, uint64_t hash, const ArgValue*,
+                                             const LeafList&) override {
+    return bundled_entry(k, options, key, hash);
+  }
+  std::string nearest_entries(const KernelState& k, uint32_t target) override {
+    return nearest(k, target);
+  }
+  // Heuristic results serve programs without the JIT layer only: the bundles loaded since the
+  // last call hand theirs over.
+  bool known_heuristics(KernelState& k, std::vector<HeuristicRecord>& out) override {
+    if (jit_linked()) return false;
+    load_from_environment();
+    Store& s = store();
+    std::lock_guard<std::mutex> lock(s.mu);
+    each_new_kernel(s, s.heuristics_applied[&k], k,
+                    [&](const Bundle& b, const ContentsView& c, uint32_t i) {
+                      decode_heuristics(c, i, k, where(b, c.kernels[i]), out);
+                    });
+    return true;
+  }
+  // Choices for `target`, from the bundles loaded since the last call for it. The JIT layer
+  // takes them only for the very kernel and configs they were tuned from, and tunes configs
+  // with a pre_hook itself (it must run the hook).
+  bool known_choices(KernelState& k, size_t layer, uint32_t target,
+                     std::vector<ChoiceRecord>& out) override {
+    load_from_environment();
+    const bool jit = jit_linked();
+    const std::string layers = jit ? encode_layers(k) : std::string();
+    const TuneLayer* t = k.layers[layer]->tune.get();
+    Store& s = store();
+    std::lock_guard<std::mutex> lock(s.mu);
+    each_new_kernel(s, s.choices_applied[{t, target}], k,
+                    [&](const Bundle& b, const ContentsView& c, uint32_t i) {
+                      const KernelView& kv = c.kernels[i];
+                      if (jit && (kv.source_hash.empty() || kv.layers != layers)) return;
+                      decode_choices(c, i, k, layer, target, jit, where(b, kv), out);
+                    });
+    return true;
+  }
+};
+
+BundleSource g_bundle_source;
+// Registered when the runtime's library is loaded, before any kernel is.
+[[maybe_unused]] const bool kRegistered =
+    (register_source(SourceSlot::kBundles, &g_bundle_source), true);
+
+}  // namespace
+
 namespace {
 
 // Appends kernel k's replayable cache entries (those of `cache_of`: k itself, or a wrapped
@@ -354,28 +318,13 @@ void record_entries(KernelState& cache_of, uint32_t index, Contents& c, int& tri
     out.target = e.target;
     out.options = encode_options(interned_options_by_id(e.options)->options);
     out.key_words = e.key_words;
-    out.hash = ck.hash();
-    out.fn_name = ck.name();
-    out.signature = ck.signature();
-    out.num_warps = ck.num_warps();
-    out.num_ctas = ck.num_ctas();
-    out.num_stages = ck.num_stages();
-    out.shared = ck.shared();
-    out.num_kernel_params = ck.num_kernel_params();
+    set_metadata(out, CompiledKernelAccess::metadata(ck));
     out.num_runtime_params = static_cast<int32_t>(e.num_runtime_params);
     out.triton_version = e.triton_version;
     out.cluster_dims[0] = ck.num_ctas();
     out.cluster_dims[1] = out.cluster_dims[2] = 1;
-    out.global_scratch_size = e.global_scratch_size;
-    out.global_scratch_align = e.global_scratch_align;
-    out.profile_scratch_size = e.profile_scratch_size;
-    out.profile_scratch_align = e.profile_scratch_align;
-    out.launch_cooperative_grid = e.cooperative;
-    out.launch_pdl = e.pdl;
     out.oversized_shared_mode = e.oversized_shared_mode;
-    for (const TmaMeta& m : e.tma) out.tma.push_back(to_record(m));
-    out.cubin = std::string(ck.cubin());
-    out.ptx = std::string(ck.ptx());
+    out.tma = e.tma;
     triton_version = std::max(triton_version, e.triton_version);
     c.entries.push_back(std::move(out));
   }

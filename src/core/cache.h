@@ -9,16 +9,16 @@
 // memory. Entries are never removed.
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <exception>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "core/internal_api.h"
+#include "core/once.h"
+#include "core/tma_meta.h"
 #include "core/word_hash.h"
 #include "triton_embed/jit.h"
 
@@ -47,19 +47,6 @@ struct LoadedFunction {
 };
 
 // A compiled kernel with what a launch needs, plus its loaded functions per context.
-// What a compiled kernel's metadata says of one tensordesc parameter (Triton's
-// metadata.tensordesc_meta); absent when Triton did not lower it to TMA (targets before
-// sm_90), and the launcher then passes base, shape, strides and flags instead of a map.
-struct TmaMeta {
-  bool present = false;
-  int swizzle = 0;      // CUtensorMapSwizzle
-  int elem_size = 0;    // bytes
-  int elem_type = 0;    // Triton's device-side TMA type (mapped to the driver's on encoding)
-  int rank = 0;
-  uint32_t box[5] = {};  // block_size, outermost first
-  bool fp4_padded = false;
-};
-
 // The fields a cache hit reads come first, in the entry's first three cache lines (header and
 // launch constants, the key when it is short, the first loaded functions): after the driver's
 // launch call has evicted them from the nearest caches, a hit brings back as few lines as it
@@ -160,28 +147,11 @@ class EntryTable {
   size_t count_ = 0;
 };
 
-// A compile in flight: threads that miss the same key wait for it.
-struct Pending {
-  uint32_t target = 0, options = 0;
-  uint64_t hash = 0;
-  std::vector<uint64_t> key_words;
-  bool done = false;
-  int waiters = 0;  // threads waiting for this compile (testing::compile_waiters)
-  Entry* entry = nullptr;
-  std::exception_ptr error;
-  std::condition_variable cv;
-
-  bool matches(const Key& k, uint64_t h) const noexcept {
-    return hash == h && target == k.target && options == k.options && key_words.size() == k.n &&
-           (k.n == 0 || std::memcmp(key_words.data(), k.w, k.n * sizeof(uint64_t)) == 0);
-  }
-};
-
 struct Cache {
   EntryTable table;
-  std::mutex mu;  // guards inserts, entries and pending
+  std::mutex mu;  // guards inserts, entries and building
   std::vector<std::unique_ptr<Entry>> entries;
-  std::vector<std::shared_ptr<Pending>> pending;
+  OncePerKey building;  // keys being compiled (or read from a bundle)
 };
 
 }  // namespace triton_embed::detail

@@ -1,16 +1,17 @@
-// The cache-miss path: each missing key is built once across threads (by the JIT layer,
-// core/jit_hooks.h) and published in the kernel's cache; a failed build is not cached.
+// The cache-miss path: each missing key is built once across threads (core/once.h) by the
+// first kernel source that holds it (core/source.h: a loaded bundle, else the JIT layer) and
+// published in the kernel's cache; a failed build is not cached.
 
 #include "core/compile.h"
 
-#include <algorithm>
 #include <memory>
 #include <mutex>
+#include <string>
 
-#include "bundle/store.h"
 #include "core/arg_format.h"
 #include "core/errors.h"
-#include "core/jit_hooks.h"
+#include "core/once.h"
+#include "core/source.h"
 #include "core/target.h"
 
 namespace triton_embed::detail {
@@ -21,87 +22,68 @@ namespace {
 // entry. Says what was asked for and what the bundles hold of the kernel.
 [[noreturn]] void throw_not_in_bundle(const KernelState& k, const InternedOptions& opts,
                                       const Key& key, const LeafList& leaves) {
+  KernelSource* bundles = source(SourceSlot::kBundles);
   TE_THROW(NotInBundleError) << full_name(k) << " specialised as "
                              << specialized_signature(k, leaves) << " for "
                              << target_str(key.target)
                              << (opts.options.empty() ? "" : " with " + opts.options.str())
                              << " is in no kernel bundle ("
-                             << bundle::nearest_entries(k, key.target)
+                             << (bundles != nullptr ? bundles->nearest_entries(k, key.target)
+                                                    : std::string())
                              << ")\nthis program links triton_embed::runtime only, which "
                              << "compiles nothing: link triton_embed::triton_embed to compile it "
                              << "with Triton on first use, or build a kernel bundle that holds "
                              << "this specialisation";
 }
 
+// Building one key: the first source that holds it; published in the kernel's cache.
+class EntryBuild final : public OncePerKey::Build {
+ public:
+  EntryBuild(KernelState& k, const InternedOptions& opts, const Key& key, uint64_t hash,
+             const ArgValue* args, const LeafList& leaves)
+      : k_(k), opts_(opts), key_(key), hash_(hash), args_(args), leaves_(leaves) {}
+  void* find() override { return k_.cache.table.find(key_, hash_); }
+  void make() override {
+    for (SourceSlot slot : {SourceSlot::kBundles, SourceSlot::kJit}) {
+      KernelSource* s = source(slot);
+      if (s == nullptr) continue;
+      entry_ = s->build_entry(k_, opts_, key_, hash_, args_, leaves_);
+      if (entry_) {
+        entry_->process_local = key_.process_local != 0;
+        return;
+      }
+    }
+    throw_not_in_bundle(k_, opts_, key_, leaves_);
+  }
+  void* publish() override {
+    Entry* raw = entry_.get();
+    k_.cache.entries.push_back(std::move(entry_));  // owned before it is published
+    try {
+      k_.cache.table.insert(raw);  // may grow the table; nothing is published if it throws
+    } catch (...) {
+      k_.cache.entries.pop_back();
+      throw;
+    }
+    return raw;
+  }
+
+ private:
+  KernelState& k_;
+  const InternedOptions& opts_;
+  const Key& key_;
+  uint64_t hash_;
+  const ArgValue* args_;
+  const LeafList& leaves_;
+  std::unique_ptr<Entry> entry_;
+};
+
 }  // namespace
 
 Entry* compile_entry(KernelState& k, const InternedOptions& opts, const Key& key, uint64_t h,
                      const ArgValue* args, const LeafList& leaves) {
-  const JitHooks* hooks = jit_hooks();
-  ReleaseGil no_gil;  // never wait on our mutex holding the GIL
-  std::shared_ptr<Pending> mine;
-  {
-    std::unique_lock<std::mutex> lock(k.cache.mu);
-    if (Entry* e = k.cache.table.find(key, h)) return e;
-    for (const auto& p : k.cache.pending) {
-      if (p->matches(key, h)) {
-        std::shared_ptr<Pending> other = p;
-        ++other->waiters;
-        other->cv.wait(lock, [&] { return other->done; });
-        --other->waiters;
-        if (other->error) rethrow_copy(other->error);
-        return other->entry;
-      }
-    }
-    mine = std::make_shared<Pending>();
-    mine->target = key.target;
-    mine->options = key.options;
-    mine->hash = h;
-    mine->key_words.assign(key.w, key.w + key.n);
-    k.cache.pending.push_back(mine);
-  }
-
-  std::unique_ptr<Entry> entry;
-  std::exception_ptr error;
-  try {
-    // A loaded bundle's entry first (no compile), else Triton through the JIT layer.
-    entry = bundle::make_entry(k, opts, key, h);
-    if (!entry) {
-      if (hooks == nullptr) throw_not_in_bundle(k, opts, key, leaves);
-      entry = hooks->build_entry(k, opts, key, h, args, leaves);
-      entry->process_local = key.process_local != 0;
-    }
-  } catch (...) {
-    error = std::current_exception();
-  }
-
-  std::lock_guard<std::mutex> lock(k.cache.mu);
-  Entry* raw = nullptr;
-  if (!error) {
-    try {
-      raw = entry.get();
-      k.cache.entries.push_back(std::move(entry));  // owned before it is published
-      try {
-        k.cache.table.insert(raw);  // may grow the table; nothing is published if it throws
-      } catch (...) {
-        k.cache.entries.pop_back();
-        throw;
-      }
-    } catch (...) {
-      raw = nullptr;
-      error = std::current_exception();
-    }
-  }
-  // Every waiter wakes with the entry or the error; a failure is not cached, so the next
-  // call compiles again.
-  auto& pending = k.cache.pending;
-  pending.erase(std::remove(pending.begin(), pending.end(), mine), pending.end());
-  mine->entry = raw;
-  mine->error = error;
-  mine->done = true;
-  mine->cv.notify_all();
-  if (error) rethrow_copy(error);
-  return raw;
+  EntryBuild build(k, opts, key, h, args, leaves);
+  const uint64_t head = static_cast<uint64_t>(key.target) << 32 | key.options;
+  return static_cast<Entry*>(k.cache.building.get(k.cache.mu, head, key.w, key.n, h, build));
 }
 
 }  // namespace triton_embed::detail

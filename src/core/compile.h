@@ -1,6 +1,6 @@
 #pragma once
 
-// The slow paths: compiling a missing cache entry (through the JIT layer, core/jit_hooks.h)
+// The slow paths: building a missing cache entry (through the kernel sources, core/source.h)
 // and loading it into a context.
 
 #include "core/cache.h"
@@ -11,8 +11,8 @@
 namespace triton_embed::detail {
 
 // The entry for `key`, compiled with Triton if needed. Threads that miss the same key wait
-// for one compile; a failed compile is not cached. Releases the GIL while waiting. Without the
-// JIT layer (a runtime-only program): NotInBundleError.
+// for one build; a failed build is not cached. Releases the GIL while waiting. When no source
+// holds it (a runtime-only program, no bundle entry): NotInBundleError.
 Entry* compile_entry(KernelState& kernel, const InternedOptions& options, const Key& key,
                      uint64_t hash, const ArgValue* args, const LeafList& leaves);
 

@@ -32,37 +32,38 @@ CudaError::~CudaError() = default;
 
 namespace triton_embed::detail {
 
-void rethrow_copy(const std::exception_ptr& p) {
+void rethrow_copy(const std::exception_ptr& p, std::string_view prefix) {
+  const auto msg = [&](const std::exception& e) { return std::string(prefix) + e.what(); };
   try {
     std::rethrow_exception(p);
   } catch (const NoDeviceError& e) {
-    throw NoDeviceError(std::string(e.what()), std::string(e.call()), e.code(),
-                        std::string(e.name()), std::string(e.text()));
+    throw NoDeviceError(msg(e), std::string(e.call()), e.code(), std::string(e.name()),
+                        std::string(e.text()));
   } catch (const CudaError& e) {
-    throw CudaError(std::string(e.what()), std::string(e.call()), e.code(), std::string(e.name()),
+    throw CudaError(msg(e), std::string(e.call()), e.code(), std::string(e.name()),
                     std::string(e.text()));
   } catch (const OverflowError& e) {
-    throw OverflowError(std::string(e.what()));
+    throw OverflowError(msg(e));
   } catch (const TypeError& e) {
-    throw TypeError(std::string(e.what()));
+    throw TypeError(msg(e));
   } catch (const ValueError& e) {
-    throw ValueError(std::string(e.what()));
+    throw ValueError(msg(e));
   } catch (const BundleError& e) {
-    throw BundleError(std::string(e.what()), e.reason());
+    throw BundleError(msg(e), e.reason());
   } catch (const NotInBundleError& e) {
-    throw NotInBundleError(std::string(e.what()));
+    throw NotInBundleError(msg(e));
   } catch (const LookupError& e) {
-    throw LookupError(std::string(e.what()));
+    throw LookupError(msg(e));
   } catch (const CompileError& e) {
-    throw CompileError(std::string(e.what()));
+    throw CompileError(msg(e));
   } catch (const NotSupportedError& e) {
-    throw NotSupportedError(std::string(e.what()));
+    throw NotSupportedError(msg(e));
   } catch (const PythonError& e) {
-    throw PythonError(std::string(e.what()));
+    throw PythonError(msg(e));
   } catch (const OutOfResourcesError& e) {
-    throw OutOfResourcesError(std::string(e.what()));
+    throw OutOfResourcesError(msg(e));
   } catch (const Error& e) {
-    throw Error(std::string(e.what()));
+    throw Error(msg(e));
   }
 }
 

@@ -8,6 +8,7 @@
 #include <exception>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -21,8 +22,10 @@ namespace triton_embed::detail {
 
 // Throws a new exception of the same type and message as the one `p` holds (an exception
 // thrown to several threads, e.g. a failed compile's to the threads that waited for it:
-// each gets its own object rather than one shared across threads). Others are rethrown.
-[[noreturn]] TE_INTERNAL_API void rethrow_copy(const std::exception_ptr& p);
+// each gets its own object rather than one shared across threads), with `prefix` before its
+// message (the bundle tool's "file:line: "). Others are rethrown.
+[[noreturn]] TE_INTERNAL_API void rethrow_copy(const std::exception_ptr& p,
+                                               std::string_view prefix = {});
 
 
 class ErrorStream {

@@ -64,11 +64,6 @@ struct KernelState {
   std::vector<ArgValue> defaults;  // one per parameter; kind kNone with has_default false
   int triton_version = 0;  // the installed Triton, major * 100 + minor (306, 308, ...)
 
-  // Python objects (strong references, dropped at interpreter shutdown).
-  void* py_jit_function = nullptr;  // the JITFunction
-  void* py_object = nullptr;        // the object the module attribute holds (maybe a wrapper)
-  std::vector<void*> py_default_objects;
-
   // Storage for the strings and nested values that defaults and the values heuristics and
   // configs produced point into (strings interned once).
   std::mutex values_mu;

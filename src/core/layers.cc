@@ -12,6 +12,7 @@
 #include "core/compile.h"
 #include "core/errors.h"
 #include "core/kernel_state.h"
+#include "core/source.h"
 #include "core/specialize.h"
 #include "core/target.h"
 #include "triton_embed/detail/testing.h"

@@ -22,6 +22,7 @@
 
 #include "core/internal_api.h"
 #include "core/memo.h"
+#include "core/once.h"
 #include "triton_embed/autotune.h"
 #include "triton_embed/detail/arg_value.h"
 #include "triton_embed/detail/call.h"
@@ -61,7 +62,6 @@ struct Heuristic {
   bool option = false;
   uint32_t option_bit = 0;  // kOpt* of the option it sets
   MemoTable option_memo{64};
-  void* py_fn = nullptr;
   std::atomic<HeuristicPlan*> plan{nullptr};  // nullptr until it ran once, or when not memoisable
   std::mutex mu;  // guards plans and memo inserts
   std::vector<std::unique_ptr<HeuristicPlan>> plans;
@@ -81,22 +81,11 @@ constexpr size_t kMaxDecisions = 1 << 14;
 struct Choice {
   std::vector<std::pair<uint32_t, ArgValue>> kwargs;  // meta-parameters it sets
   const InternedOptions* options = nullptr;            // the handle's options plus the config's
-  void* py_config = nullptr;                           // the triton.Config (for its pre_hook)
   bool pre_hook = false;
   TuningResult result;
 };
 
-struct PendingTune {
-  MemoKey key;
-  uint64_t hash = 0;
-  bool done = false;
-  const Choice* choice = nullptr;
-  std::exception_ptr error;
-  std::condition_variable cv;
-};
-
 struct TuneLayer {
-  void* py_tuner = nullptr;
   std::vector<int> key_params;  // Autotuner.keys as parameter indices (-1: not a parameter)
   size_t num_configs = 0;
   // The parameters some config sets (its meta-parameters that are parameters), ascending: a
@@ -106,11 +95,11 @@ struct TuneLayer {
   // very configs they were tuned from.
   std::string configs;
   MemoTable memo{1024};            // tuning key -> Choice*
-  std::mutex mu;                   // guards choices, pending and memo inserts
+  std::mutex mu;                   // guards choices, tuning, memo inserts and what follows
   std::vector<std::unique_ptr<Choice>> choices;
-  std::vector<std::shared_ptr<PendingTune>> pending;
-  // Choices for pruned configs (warmup, interpreter), by (config, options id).
-  std::vector<std::tuple<void*, uint32_t, std::unique_ptr<Choice>>> config_choices;
+  OncePerKey tuning;               // keys being tuned
+  // Choices for pruned configs (warmup, interpreter), by (the source's config id, options id).
+  std::vector<std::tuple<uint64_t, uint32_t, std::unique_ptr<Choice>>> config_choices;
   // The decisions a bundle records (src/bundle/decisions.cc): {target the choice was tuned
   // for, then the tuning key (whose first word is the base options' id)} -> the choice.
   // Keys another process cannot rebuild (a @triton.jit function in the key) are left out.
@@ -120,7 +109,6 @@ struct TuneLayer {
 
 struct Layer {
   enum class Kind : uint8_t { kHeuristics, kAutotune } kind = Kind::kHeuristics;
-  void* py_object = nullptr;
   std::vector<std::unique_ptr<Heuristic>> heuristics;
   std::unique_ptr<TuneLayer> tune;
 };
@@ -212,18 +200,9 @@ struct CallMemo {
 
 // ---- slow paths ------------------------------------------------------------------------
 //
-// Python runs them (src/python/layers.cc); the runtime's definitions (src/core/jit_hooks.cc)
-// call the JIT layer through core/jit_hooks.h, and without it raise NotInBundleError
-// (run_config_pre_hook: NotSupportedError).
+// The misses of the layers' memos ask the kernel sources: eval_heuristic, tune,
+// pruned_choices and run_config_pre_hook (core/source.h, src/core/sources.cc).
 
-// Reads the wrappers of a kernel (outermost first) into layers. GIL held. JIT layer only.
-void load_layers(KernelState& outer, void* wrappers_list);
-// Runs heuristic `h` in Python on the frame; memoises the result when it can.
-ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f);
-// Tunes the frame's key with the kernel's Autotuner (or finds what Python has); memoises it.
-const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key, uint64_t hash);
-// The configurations left after pruning (Autotuner.warmup), as choices.
-std::vector<const Choice*> pruned_choices(KernelState& k, TuneLayer& t, const Frame& f);
 // The options `base` with option heuristic `h`'s value `v` set (slow path of the option memo).
 const InternedOptions* heuristic_options(KernelState& k, Heuristic& h, const InternedOptions* base,
                                          const ArgValue& v, const MemoKey& key, uint64_t hash);
@@ -233,10 +212,6 @@ struct HookedBlock {
   uint32_t param = 0;
   std::vector<int64_t> block;
 };
-// Calls the chosen config's pre_hook as Autotuner.run does; returns the descriptor arguments
-// whose block_shape it changed.
-std::vector<HookedBlock> run_config_pre_hook(KernelState& k, const TuneLayer& t, const Choice& c,
-                                             const Frame& f);
 
 // ---- the layered call (src/core/layers.cc) ---------------------------------------------
 

@@ -17,9 +17,7 @@ size_t cache_size(const JitFunction& fn) {
 int compile_waiters(const JitFunction& fn) {
   Cache& c = fn.state()->cache;
   std::lock_guard<std::mutex> lock(c.mu);
-  int n = 0;
-  for (const auto& p : c.pending) n += p->waiters;
-  return n;
+  return c.building.waiters();
 }
 
 bool half_bits(double value, uint16_t* bits) { return double_to_half_bits(value, bits); }

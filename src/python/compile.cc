@@ -13,6 +13,7 @@
 #include "core/target.h"
 #include "core/triton_versions.h"
 #include "python/convert.h"
+#include "python/handles.h"
 #include "python/interpreter.h"
 #include "python/jit_layer.h"
 
@@ -24,25 +25,24 @@ namespace {
 
 // Triton's compile result (glue.compile's dict) as a CompiledKernel.
 std::unique_ptr<CompiledKernel> compiled_from_python(const pyb::dict& d, uint32_t target) {
-  CompiledKernelFields f;
-  f.hash = d["hash"].cast<std::string>();
-  f.name = d["name"].cast<std::string>();
-  f.target = target_str(target);
-  f.signature = d["signature"].cast<std::string>();
-  f.cubin = d["cubin"].cast<std::string>();
-  f.ptx = d["ptx"].cast<std::string>();
-  f.num_warps = d["num_warps"].cast<int>();
-  f.num_ctas = d["num_ctas"].cast<int>();
-  f.num_stages = d["num_stages"].cast<int>();
-  f.shared = d["shared"].cast<int>();
-  f.global_scratch_size = d["global_scratch_size"].cast<size_t>();
-  f.global_scratch_align = d["global_scratch_align"].cast<size_t>();
-  f.profile_scratch_size = d["profile_scratch_size"].cast<size_t>();
-  f.profile_scratch_align = d["profile_scratch_align"].cast<size_t>();
-  f.launch_cooperative_grid = d["launch_cooperative_grid"].cast<bool>();
-  f.launch_pdl = d["launch_pdl"].cast<bool>();
-  f.num_kernel_params = d["runtime_params"].cast<int>() + 2;
-  return CompiledKernelAccess::make(std::move(f));
+  KernelMetadata m;
+  m.hash = d["hash"].cast<std::string>();
+  m.name = d["name"].cast<std::string>();
+  m.signature = d["signature"].cast<std::string>();
+  m.cubin = d["cubin"].cast<std::string>();
+  m.ptx = d["ptx"].cast<std::string>();
+  m.num_warps = d["num_warps"].cast<int>();
+  m.num_ctas = d["num_ctas"].cast<int>();
+  m.num_stages = d["num_stages"].cast<int>();
+  m.shared = d["shared"].cast<int>();
+  m.global_scratch_size = d["global_scratch_size"].cast<uint64_t>();
+  m.global_scratch_align = d["global_scratch_align"].cast<uint64_t>();
+  m.profile_scratch_size = d["profile_scratch_size"].cast<uint64_t>();
+  m.profile_scratch_align = d["profile_scratch_align"].cast<uint64_t>();
+  m.launch_cooperative_grid = d["launch_cooperative_grid"].cast<bool>();
+  m.launch_pdl = d["launch_pdl"].cast<bool>();
+  m.num_kernel_params = d["runtime_params"].cast<int>() + 2;
+  return CompiledKernelAccess::make(std::move(m), target_str(target));
 }
 
 }  // namespace
@@ -58,9 +58,9 @@ std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, 
   const int warp = target_warp_size(key.target);
 
   py::Gil gil;
-  TE_CHECK(k.py_jit_function != nullptr, PythonError)
+  TE_CHECK(py::jit_function(k) != nullptr, PythonError)
       << call_signature(k) << ": cannot compile: the Python interpreter has shut down";
-  pyb::handle fn(static_cast<PyObject*>(k.py_jit_function));
+  pyb::handle fn(py::jit_function(k));
   pyb::list spec, bound;
   pyb::dict options;
   try {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "python/handles.h"
 #include "python/interpreter.h"
 
 namespace triton_embed::detail::py {
@@ -42,9 +43,9 @@ pyb::object to_python(const ArgValue& v) {
     }
     case ArgKind::kJitFunction: {
       auto* k = static_cast<const KernelState*>(v.ptr);
-      TE_CHECK(k->py_jit_function != nullptr, PythonError)
-          << "the Python interpreter has shut down";
-      return pyb::reinterpret_borrow<pyb::object>(static_cast<PyObject*>(k->py_jit_function));
+      PyObject* fn = jit_function(*k);
+      TE_CHECK(fn != nullptr, PythonError) << "the Python interpreter has shut down";
+      return pyb::reinterpret_borrow<pyb::object>(fn);
     }
     case ArgKind::kPyObject:
       return pyb::reinterpret_borrow<pyb::object>(static_cast<PyObject*>(const_cast<void*>(v.ptr)));
@@ -224,11 +225,7 @@ bool from_python(KernelState& k, pyb::handle obj, ArgValue& v) {
 // A Python value that must be kept as an object (a strong reference the kernel owns).
 ArgValue keep_object(KernelState& k, pyb::handle obj) {
   ArgValue v{};
-  Py_INCREF(obj.ptr());
-  {
-    std::lock_guard<std::mutex> lock(k.values_mu);
-    k.py_default_objects.push_back(obj.ptr());
-  }
+  keep(k, obj.ptr());
   v.kind = ArgKind::kPyObject;
   v.ptr = obj.ptr();
   return v;

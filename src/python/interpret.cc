@@ -6,6 +6,7 @@
 #include "core/compile.h"
 #include "core/errors.h"
 #include "python/convert.h"
+#include "python/handles.h"
 #include "python/interpreter.h"
 #include "python/jit_layer.h"
 
@@ -41,9 +42,9 @@ void python_interpret(KernelState* kernel, const GridSpec& grid, const ArgValue*
   try {
     pyb::list bound;
     for (size_t i = 0; i < nargs; ++i) bound.append(py::to_python(args[i]));
-    TE_CHECK(k.py_jit_function != nullptr, PythonError)
+    TE_CHECK(py::jit_function(k) != nullptr, PythonError)
         << call_signature(k) << ": cannot interpret: the Python interpreter has shut down";
-    pyb::handle fn(static_cast<PyObject*>(k.py_jit_function));
+    pyb::handle fn(py::jit_function(k));
     py::glue().attr("interpret")(fn, bound, pyb::make_tuple(g.x, g.y, g.z));
   } catch (pyb::error_already_set& e) {
     TE_THROW(PythonError) << "running " << full_name(k) << " in Triton's interpreter failed:\n"

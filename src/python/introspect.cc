@@ -56,8 +56,6 @@ std::unique_ptr<KernelState> make_state(const std::string& module, const std::st
   // Triton's hash of the source and what it depends on (its disk cache key): a bundle entry
   // recorded from other source is never used for this kernel.
   k->source_hash = pyb::str(fn.attr("cache_key")).cast<std::string>();
-  Py_INCREF(fn.ptr());
-  k->py_jit_function = fn.ptr();
   bool seen_default = false;
   int index = 0;
   for (pyb::handle item : params) {
@@ -102,29 +100,12 @@ KernelState* register_state(const std::string& module, const std::string& key,
   if (loser) {
     // Another thread loaded it first; drop our references.
     py::Gil gil;
-    Py_XDECREF(static_cast<PyObject*>(loser->py_jit_function));
-    Py_XDECREF(static_cast<PyObject*>(loser->py_object));
-    for (void* o : loser->py_default_objects) Py_XDECREF(static_cast<PyObject*>(o));
+    py::drop_objects(*loser);
   }
   return registered;
 }
 
 }  // namespace
-
-void release_python_objects() {
-  // Take the references out under the registry lock, drop them after releasing it: a decref
-  // can run Python code that lets another thread (holding the GIL) wait on this lock.
-  std::vector<void*> refs;
-  for_each_kernel([&](KernelState& k) {
-    refs.push_back(k.py_jit_function);
-    refs.push_back(k.py_object);
-    k.py_jit_function = nullptr;
-    k.py_object = nullptr;
-    for (void* o : k.py_default_objects) refs.push_back(o);
-    k.py_default_objects.clear();
-  });
-  for (void* o : refs) Py_XDECREF(static_cast<PyObject*>(o));
-}
 
 KernelState* python_load_kernel(std::string_view module_sv, std::string_view name_sv) {
   const std::string module(module_sv), name(name_sv);
@@ -144,15 +125,20 @@ KernelState* python_load_kernel(std::string_view module_sv, std::string_view nam
       const std::string fn_name = r[3].cast<std::string>();
       pyb::list params = r[4];
       outer = make_state(module, fn_name, fn, params);
-      Py_INCREF(obj.ptr());
-      outer->py_object = obj.ptr();
+      py::KernelObjects objects;
+      objects.jit_function = fn.inc_ref().ptr();
+      objects.object = obj.inc_ref().ptr();
       if (!wrappers.empty()) {
         outer->wrapper = pyb::reinterpret_borrow<pyb::tuple>(wrappers[0])[0].cast<std::string>();
         outer->wrapper_kind =
             outer->wrapper == "autotune" ? WrapperKind::kAutotune : WrapperKind::kHeuristics;
         inner = make_state(module, fn_name, fn, params);
-        load_layers(*outer, wrappers.ptr());
+        py::KernelObjects inner_objects;
+        inner_objects.jit_function = fn.inc_ref().ptr();
+        py::set_objects(*inner, std::move(inner_objects));
+        load_layers(*outer, wrappers.ptr(), objects);
       }
+      py::set_objects(*outer, std::move(objects));
     } catch (pyb::error_already_set& e) {
       const std::string type = py::exception_type(e);
       const std::string trace = py::format_exception(e);

@@ -1,7 +1,7 @@
 #pragma once
 
-// The JIT layer's implementations of the runtime's slow paths (core/jit_hooks.h), registered
-// as the hooks table by src/python/hooks.cc when libtriton_embed.so is loaded.
+// The JIT layer's answers to the runtime's questions (core/source.h), given to it by the
+// kernel source src/python/source.cc registers when libtriton_embed.so is loaded.
 
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +12,8 @@
 #include "core/cache.h"
 #include "core/kernel_state.h"
 #include "core/layers.h"
+#include "core/source.h"
+#include "python/handles.h"
 #include "core/specialize.h"
 #include "triton_embed/runtime.h"
 
@@ -23,17 +25,22 @@ KernelState* python_load_kernel(std::string_view module, std::string_view name);
 std::unique_ptr<Entry> python_build_entry(KernelState& k, const InternedOptions& opts,
                                           const Key& key, uint64_t hash, const ArgValue* args,
                                           const LeafList& leaves);
-// src/python/layers.cc: the heuristics and autotune misses.
-ArgValue python_eval_heuristic(KernelState& k, Heuristic& h, const Frame& f);
-const Choice* python_tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key,
-                          uint64_t hash);
-std::vector<const Choice*> python_pruned_choices(KernelState& k, TuneLayer& t, const Frame& f);
+// src/python/layers.cc: reading the wrappers (outermost first) into k's layers (GIL held),
+// and the heuristics and autotune misses.
+void load_layers(KernelState& k, void* wrappers_list, py::KernelObjects& objects);
+HeuristicValue python_eval_heuristic(KernelState& k, const Heuristic& h, const Frame& f);
+std::unique_ptr<Choice> python_tune(KernelState& k, const TuneLayer& t, const Frame& f);
+std::vector<uint64_t> python_pruned_configs(KernelState& k, const TuneLayer& t, const Frame& f,
+                                            const InternedOptions& base);
+std::unique_ptr<Choice> python_config_choice(KernelState& k, uint64_t config,
+                                             const InternedOptions& base);
 std::vector<HookedBlock> python_run_config_pre_hook(KernelState& k, const TuneLayer& t,
                                                     const Choice& c, const Frame& f);
 // src/python/interpret.cc: a launch through Triton's interpreter.
 void python_interpret(KernelState* kernel, const GridSpec& grid, const ArgValue* args,
                       size_t nargs);
-// Drops every Python reference held by kernel states (GIL held; at interpreter shutdown).
+// Drops every Python reference the JIT layer holds (python/handles.h; GIL held; at interpreter
+// shutdown).
 void release_python_objects();
 
 }  // namespace triton_embed::detail

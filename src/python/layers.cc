@@ -146,12 +146,8 @@ std::unique_ptr<Choice> make_choice(KernelState& k, pyb::handle config, const In
   add("maxnreg", info[5].cast<int>(), info[5].cast<int>() != 0);
   if (!info[6].is_none()) opts.set("ir_override", OptionValue(info[6].cast<std::string>()));
   c->options = intern_options(opts);
-  Py_INCREF(config.ptr());
-  {
-    std::lock_guard<std::mutex> lock(k.values_mu);
-    k.py_default_objects.push_back(config.ptr());
-  }
-  c->py_config = config.ptr();
+  py::keep(k, config.ptr(), true);
+  py::set_config(*c, config.ptr());
   c->pre_hook = info[7].cast<bool>();
   c->result.best = tuned_config(info);
   return c;
@@ -224,14 +220,13 @@ void report_progress(const std::string& kernel, const std::string& key, size_t d
 
 // ---- loading ------------------------------------------------------------------------------
 
-void load_layers(KernelState& k, void* wrappers_list) {
+void load_layers(KernelState& k, void* wrappers_list, py::KernelObjects& objects) {
   pyb::list wrappers = pyb::reinterpret_borrow<pyb::list>(static_cast<PyObject*>(wrappers_list));
   for (pyb::handle item : wrappers) {
     pyb::tuple w = pyb::reinterpret_borrow<pyb::tuple>(item);
     auto layer = std::make_unique<Layer>();
-    Py_INCREF(w[1].ptr());
-    k.py_default_objects.push_back(w[1].ptr());
-    layer->py_object = w[1].ptr();
+    objects.layers.push_back(pyb::handle(w[1]).inc_ref().ptr());
+    std::vector<PyObject*>& functions = objects.heuristics.emplace_back();
     if (w[0].cast<std::string>() == "heuristics") {
       layer->kind = Layer::Kind::kHeuristics;
       for (pyb::handle kv : pyb::reinterpret_borrow<pyb::list>(w[2])) {
@@ -251,15 +246,12 @@ void load_layers(KernelState& k, void* wrappers_list) {
                           : h->name == "maxnreg"    ? kOptMaxnreg
                                                     : kOptOther;
         }
-        Py_INCREF(e[1].ptr());
-        k.py_default_objects.push_back(e[1].ptr());
-        h->py_fn = e[1].ptr();
+        functions.push_back(pyb::handle(e[1]).inc_ref().ptr());
         layer->heuristics.push_back(std::move(h));
       }
     } else {
       layer->kind = Layer::Kind::kAutotune;
       auto t = std::make_unique<TuneLayer>();
-      t->py_tuner = w[1].ptr();
       for (pyb::handle name : pyb::reinterpret_borrow<pyb::list>(w[2])) {
         t->key_params.push_back(find_param_by_name(k, pyb::str(name).cast<std::string>()));
       }
@@ -288,15 +280,17 @@ void load_layers(KernelState& k, void* wrappers_list) {
 
 // ---- heuristics ----------------------------------------------------------------------------
 
-ArgValue python_eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
+HeuristicValue python_eval_heuristic(KernelState& k, const Heuristic& h, const Frame& f) {
   g_python_calls.fetch_add(1, std::memory_order_relaxed);
   py::ensure_runtime();
   py::InFlight in_flight;
   TE_CHECK(!py::closed(), PythonError)
       << full_name(k) << ": cannot run heuristic '" << h.name << "': the Python interpreter has shut down";
-  ArgValue result{};
-  std::vector<Dep> deps;
-  bool memo = !h.never_memo;
+  HeuristicValue out;
+  ArgValue& result = out.value;
+  std::vector<Dep>& deps = out.deps;
+  bool& memo = out.memo;
+  memo = !h.never_memo;
   {
     py::Gil gil;
     try {
@@ -309,7 +303,7 @@ ArgValue python_eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
       };
       for (uint32_t p = 0; p < f.npos; ++p) add(p);
       for (uint32_t i = 0; i < f.nkw; ++i) add(f.kw[i]);
-      pyb::tuple r = py::glue().attr("eval_heuristic")(pyb::handle(static_cast<PyObject*>(h.py_fn)),
+      pyb::tuple r = py::glue().attr("eval_heuristic")(pyb::handle(py::heuristic_function(k, h)),
                                                        values, pointers);
       if (h.option && !r[0].is_none() && !pyb::isinstance<pyb::bool_>(r[0]) &&
           !pyb::isinstance<pyb::int_>(r[0]) && !pyb::isinstance<pyb::float_>(r[0]) &&
@@ -342,42 +336,7 @@ ArgValue python_eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
       throw_python(k, what.c_str(), e);
     }
   }
-  if (!memo) {
-    std::lock_guard<std::mutex> lock(h.mu);
-    h.never_memo = true;
-    h.plan.store(nullptr, std::memory_order_release);
-    invalidate_call_memo(k.call_memo.get());
-    return result;
-  }
-  std::lock_guard<std::mutex> lock(h.mu);
-  if (h.never_memo) return result;
-  HeuristicPlan* plan = h.plan.load(std::memory_order_relaxed);
-  bool covered = plan != nullptr;
-  for (const Dep& d : deps) {
-    if (covered && std::find(plan->deps.begin(), plan->deps.end(), d) == plan->deps.end()) covered = false;
-  }
-  if (!covered) {
-    auto fresh = std::make_unique<HeuristicPlan>();
-    if (plan != nullptr) fresh->deps = plan->deps;
-    for (const Dep& d : deps) {
-      if (std::find(fresh->deps.begin(), fresh->deps.end(), d) == fresh->deps.end()) fresh->deps.push_back(d);
-    }
-    std::sort(fresh->deps.begin(), fresh->deps.end(), [](const Dep& a, const Dep& b) {
-      return a.param != b.param ? a.param < b.param : a.aspect < b.aspect;
-    });
-    plan = fresh.get();
-    h.plans.push_back(std::move(fresh));  // older plans stay alive for readers
-  }
-  MemoKey key;
-  heuristic_memo_key(*plan, f, key);
-  if (!key.overflow) {
-    uint64_t v[2];
-    std::memcpy(v, &result, sizeof(v));
-    plan->memo.insert(key, key.hash(), v);
-  }
-  h.plan.store(plan, std::memory_order_release);
-  if (!covered) invalidate_call_memo(k.call_memo.get());
-  return result;
+  return out;
 }
 
 // ---- autotune ------------------------------------------------------------------------------
@@ -416,34 +375,9 @@ pyb::object triton_scratch_allocator(const KernelState& k) {
   return py::glue().attr("ScratchAllocator")(allocate, release);
 }
 
-const Choice* python_tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key,
-                          uint64_t hash) {
-  py::ReleaseGilIfHeld no_gil;  // never wait on our mutex holding the GIL
-  std::shared_ptr<PendingTune> mine;
-  {
-    std::unique_lock<std::mutex> lock(t.mu);
-    if (!key.overflow) {
-      uint64_t v[2];
-      if (t.memo.find(key, hash, v)) return reinterpret_cast<const Choice*>(static_cast<uintptr_t>(v[0]));
-      for (const auto& p : t.pending) {
-        if (p->hash == hash && p->key.n == key.n &&
-            std::memcmp(p->key.w, key.w, key.n * sizeof(uint64_t)) == 0) {
-          std::shared_ptr<PendingTune> other = p;
-          other->cv.wait(lock, [&] { return other->done; });
-          if (other->error) rethrow_copy(other->error);
-          return other->choice;
-        }
-      }
-    }
-    mine = std::make_shared<PendingTune>();
-    mine->key = key;
-    mine->hash = hash;
-    t.pending.push_back(mine);
-  }
-
+std::unique_ptr<Choice> python_tune(KernelState& k, const TuneLayer& t, const Frame& f) {
   std::unique_ptr<Choice> made;
-  std::exception_ptr error;
-  try {
+  {
     int device = 0;
     if (cuda::api().ok && (f.mode == FrameMode::kLaunch || f.mode == FrameMode::kPrepare)) {
       const cuda::ContextInfo& ctx = cuda::current_context();
@@ -473,7 +407,7 @@ const Choice* python_tune(KernelState& k, TuneLayer& t, const Frame& f, const Me
       }
       kwargs["grid"] = python_grid(k, f);
       kwargs["warmup"] = pyb::bool_(false);
-      pyb::handle tuner(static_cast<PyObject*>(t.py_tuner));
+      pyb::handle tuner(py::tuner(k, t));
       if (t.num_configs > 1 && tuner.attr("_do_bench").is_none()) {
         TE_CHECK(cuda::api().ok, NoDeviceError)
             << full_name(k) << ": this call's tuning key has not been tuned, and tuning needs a "
@@ -514,65 +448,48 @@ const Choice* python_tune(KernelState& k, TuneLayer& t, const Frame& f, const Me
       }
       throw_python(k, "tuning with Triton's Autotuner", e);
     }
-  } catch (...) {
-    error = std::current_exception();
   }
-
-  std::lock_guard<std::mutex> lock(t.mu);
-  const Choice* raw = nullptr;
-  if (!error) {
-    raw = made.get();
-    t.choices.push_back(std::move(made));
-    if (!key.overflow) {
-      const uint64_t v[2] = {static_cast<uint64_t>(reinterpret_cast<uintptr_t>(raw)), 0};
-      t.memo.insert(key, hash, v);
-    }
-  }
-  t.pending.erase(std::remove(t.pending.begin(), t.pending.end(), mine), t.pending.end());
-  mine->choice = raw;
-  mine->error = error;
-  mine->done = true;
-  mine->cv.notify_all();
-  if (error) rethrow_copy(error);
-  return raw;
+  return made;
 }
 
-std::vector<const Choice*> python_pruned_choices(KernelState& k, TuneLayer& t, const Frame& f) {
+std::vector<uint64_t> python_pruned_configs(KernelState& k, const TuneLayer& t, const Frame& f,
+                                            const InternedOptions& base) {
   g_python_calls.fetch_add(1, std::memory_order_relaxed);
   py::ensure_runtime();
   py::InFlight in_flight;
   TE_CHECK(!py::closed(), PythonError) << full_name(k) << ": the Python interpreter has shut down";
-  const InternedOptions* base = f.options != nullptr ? f.options : intern_options(Options());
-  std::vector<const Choice*> out;
+  std::vector<uint64_t> ids;
   py::Gil gil;
   try {
     auto [args, kwargs] = frame_args(k, f);
-    for (const auto& [name, value] : base->options.entries()) {
+    for (const auto& [name, value] : base.options.entries()) {
       kwargs[pyb::str(name)] = py::option_to_python(value);
     }
     pyb::list configs =
-        py::glue().attr("prune")(pyb::handle(static_cast<PyObject*>(t.py_tuner)), args, kwargs);
+        py::glue().attr("prune")(pyb::handle(py::tuner(k, t)), args, kwargs);
     for (pyb::handle c : configs) {
-      const Choice* found = nullptr;
-      {
-        // No Python runs while t.mu is held, so taking it with the GIL cannot deadlock.
-        std::lock_guard<std::mutex> lock(t.mu);
-        for (const auto& [cfg, opt, choice] : t.config_choices) {
-          if (cfg == c.ptr() && opt == base->id) found = choice.get();
-        }
-      }
-      if (found == nullptr) {
-        std::unique_ptr<Choice> made = make_choice(k, c, base);
-        found = made.get();
-        std::lock_guard<std::mutex> lock(t.mu);
-        t.config_choices.emplace_back(c.ptr(), base->id, std::move(made));
-      }
-      out.push_back(found);
+      // A config's id is its address: kept alive from here on, so that it never names another.
+      py::keep(k, c.ptr(), true);
+      ids.push_back(reinterpret_cast<uintptr_t>(c.ptr()));
     }
   } catch (pyb::error_already_set& e) {
     throw_python(k, "pruning the autotune configs", e);
   }
-  return out;
+  return ids;
+}
+
+std::unique_ptr<Choice> python_config_choice(KernelState& k, uint64_t config,
+                                             const InternedOptions& base) {
+  py::ensure_runtime();
+  py::InFlight in_flight;
+  TE_CHECK(!py::closed(), PythonError) << full_name(k) << ": the Python interpreter has shut down";
+  py::Gil gil;
+  try {
+    return make_choice(k, pyb::handle(reinterpret_cast<PyObject*>(static_cast<uintptr_t>(config))),
+                       &base);
+  } catch (pyb::error_already_set& e) {
+    throw_python(k, "pruning the autotune configs", e);
+  }
 }
 
 std::vector<HookedBlock> python_run_config_pre_hook(KernelState& k, const TuneLayer& t,
@@ -585,9 +502,9 @@ std::vector<HookedBlock> python_run_config_pre_hook(KernelState& k, const TuneLa
   std::vector<HookedBlock> hooked;
   try {
     auto [args, kwargs] = frame_args(k, f);
-    pyb::handle tuner(static_cast<PyObject*>(t.py_tuner));
+    pyb::handle tuner(py::tuner(k, t));
     pyb::dict nargs = py::glue().attr("run_config_pre_hook")(
-        pyb::handle(static_cast<PyObject*>(c.py_config)), args, tuner.attr("arg_names"), kwargs);
+        pyb::handle(py::config(c)), args, tuner.attr("arg_names"), kwargs);
     // The hook sees descriptors as Python objects made for it: what it did to their block
     // shapes comes back to the launch here.
     for (uint32_t p = 0; p < f.np; ++p) {

@@ -134,7 +134,7 @@ tb::Contents sample() {
   e1.launch_cooperative_grid = true;
   e1.launch_pdl = true;
   e1.oversized_shared_mode = true;
-  tb::TmaRecord t0;
+  triton_embed::detail::TmaMeta t0;
   t0.present = true;
   t0.swizzle = 3;
   t0.elem_size = 2;
@@ -142,7 +142,7 @@ tb::Contents sample() {
   t0.rank = 2;
   t0.box[0] = 64;
   t0.box[1] = 32;
-  tb::TmaRecord t1;
+  triton_embed::detail::TmaMeta t1;
   t1.present = false;
   t1.swizzle = -1;
   t1.elem_size = 1;
@@ -182,7 +182,7 @@ tb::Contents small() {
   e.fn_name = "k";
   e.cubin = pattern(40, 3);
   e.ptx = "ptx";
-  tb::TmaRecord t;
+  triton_embed::detail::TmaMeta t;
   t.present = true;
   t.rank = 1;
   e.tma = {t};
@@ -219,7 +219,7 @@ void expect_entry(const A& want, const B& got, size_t i) {
   EXPECT_EQ(got.oversized_shared_mode, want.oversized_shared_mode);
   ASSERT_EQ(got.tma.size(), want.tma.size());
   for (size_t j = 0; j < want.tma.size(); ++j) {
-    const tb::TmaRecord &g = got.tma[j], &w = want.tma[j];
+    const triton_embed::detail::TmaMeta &g = got.tma[j], &w = want.tma[j];
     EXPECT_EQ(g.present, w.present) << j;
     EXPECT_EQ(g.swizzle, w.swizzle) << j;
     EXPECT_EQ(g.elem_size, w.elem_size) << j;

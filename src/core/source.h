@@ -1,0 +1,165 @@
+#pragma once
+
+// Kernel sources: where the runtime gets what it does not have yet.
+//
+// The runtime (src/core, src/cuda) owns every kernel's state: the caches, the layers' memo
+// tables, the recordings for bundles, and the once-per-key protocol (core/once.h). What it
+// lacks it asks its sources for, in order: the loaded bundles (src/bundle/store.cc), then the
+// JIT layer (src/python/source.cc) where libtriton_embed.so is linked. A source answers with
+// plain data (a parameter table, an unpublished cache entry, a heuristic's value and what it
+// read, a tuned choice) and the runtime publishes it (src/core/sources.cc, src/core/compile.cc);
+// no source writes into the runtime's tables. A source keeps its own handles (Python objects)
+// keyed by the runtime's objects. Slow paths only: a cache or memo hit never reads a source.
+//
+// Each member's default answers "not held here".
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/layers.h"
+#include "triton_embed/detail/export.h"
+#include "triton_embed/runtime.h"
+
+namespace triton_embed::detail {
+
+struct Entry;
+struct Key;
+struct LeafList;
+struct KernelState;
+
+// What a heuristic returned for a frame, and what it read of it.
+struct HeuristicValue {
+  ArgValue value{};
+  std::vector<Dep> deps;  // the arguments it read (a memo key holds exactly these)
+  bool memo = true;       // false: it read what no key can hold; it runs for every call
+};
+
+// A heuristic result a source holds for a memo key (a bundle's recorded decisions).
+struct HeuristicRecord {
+  uint32_t layer = 0, heuristic = 0;  // of the kernel's layers, outermost first
+  std::vector<Dep> deps;              // the plan the key was made under
+  MemoKey key;
+  ArgValue value{};
+};
+
+// A tuned choice a source holds for a tuning key (a bundle's recorded decisions).
+struct ChoiceRecord {
+  uint32_t target = 0;  // the target it was tuned for
+  MemoKey key;
+  std::unique_ptr<Choice> choice;
+};
+
+class KernelSource {
+ public:
+  virtual ~KernelSource() = default;
+
+  // Makes and registers the state of module.name (and its inner kernel's, when wrapped), or
+  // nullptr when this source does not hold it.
+  virtual KernelState* load_kernel(std::string_view module, std::string_view name) = 0;
+  // The cache entry for `key`, built but not published, or nullptr. Called once per key
+  // across threads, with no lock held and the GIL not held.
+  virtual std::unique_ptr<Entry> build_entry(KernelState& kernel, const InternedOptions& options,
+                                             const Key& key, uint64_t hash,
+                                             const ArgValue* args, const LeafList& leaves) = 0;
+  // What this source holds of kernel k when no source builds `target`'s entry (for
+  // NotInBundleError), or empty.
+  virtual std::string nearest_entries(const KernelState&, uint32_t) { return {}; }
+
+  // Heuristic results this source holds for k and has not handed over yet (appended to
+  // `out`); false when it holds none to look up (the runtime then asks eval_heuristic).
+  virtual bool known_heuristics(KernelState&, std::vector<HeuristicRecord>&) { return false; }
+  // Runs heuristic h on f; false when this source cannot.
+  virtual bool eval_heuristic(KernelState&, const Heuristic&, const Frame&, HeuristicValue&) {
+    return false;
+  }
+  // Tuned choices this source holds for autotune layer `layer` of k for `target` and has not
+  // handed over yet (appended to `out`); false when it holds none to look up.
+  virtual bool known_choices(KernelState&, size_t, uint32_t, std::vector<ChoiceRecord>&) {
+    return false;
+  }
+  // Tunes `key` (not yet published: once per key across threads); nullptr when it cannot.
+  virtual std::unique_ptr<Choice> tune(KernelState&, const TuneLayer&, const Frame&,
+                                       const MemoKey&) {
+    return nullptr;
+  }
+  // The configurations left after pruning for f (Autotuner.warmup), each as an id this
+  // source gave it (stable for the process), appended to `ids`; false when it cannot.
+  virtual bool pruned_configs(KernelState&, const TuneLayer&, const Frame&,
+                              const InternedOptions&, std::vector<uint64_t>&) {
+    return false;
+  }
+  // The choice of config `id` (from pruned_configs) on options `base`.
+  virtual std::unique_ptr<Choice> config_choice(KernelState&, const TuneLayer&, uint64_t,
+                                                const InternedOptions&) {
+    return nullptr;
+  }
+  // Runs the pre_hook of choice c's config on f (as Autotuner.run does): appends the
+  // descriptor arguments whose block_shape it changed; false when it cannot.
+  virtual bool run_config_pre_hook(KernelState&, const TuneLayer&, const Choice&, const Frame&,
+                                   std::vector<HookedBlock>&) {
+    return false;
+  }
+  // Runs the kernel through Triton's interpreter; false when it cannot.
+  virtual bool interpret(KernelState*, const GridSpec&, const ArgValue*, size_t) {
+    return false;
+  }
+
+  // The process's Python, for the sources that run it: the Python side of initialize(),
+  // add_python_path() and runtime_info() (false: no Python), and releasing the GIL for a scope
+  // (returns what restore_gil needs; nullptr when nothing was released).
+  virtual bool initialize(const RuntimeOptions&) { return false; }
+  virtual bool add_python_path(std::string_view) { return false; }
+  virtual bool runtime_info(RuntimeInfo&) { return false; }
+  virtual void* release_gil() { return nullptr; }
+  virtual void restore_gil(void*) {}
+};
+
+// The sources in the order the runtime asks them.
+enum class SourceSlot : uint8_t { kBundles = 0, kJit = 1 };
+constexpr size_t kNumSources = 2;
+
+// Registers a source (once, from its library's static initialiser; it must live as long as the
+// process). A second, different source in one slot is an internal error.
+TRITON_EMBED_API void register_source(SourceSlot slot, KernelSource* source);
+
+// The source in `slot`, or nullptr (no JIT in a program linked to triton_embed::runtime only).
+KernelSource* source(SourceSlot slot) noexcept;
+inline bool jit_linked() noexcept { return source(SourceSlot::kJit) != nullptr; }
+
+// ---- the slow paths that ask the sources (src/core/sources.cc) ----------------------------
+//
+// Each publishes what a source answered; when none answers they raise NotInBundleError
+// (run_config_pre_hook: NotSupportedError). load_kernel and interpret are declared in jit.h.
+
+// Heuristic `h`'s value on the frame (a source's recorded result, or the heuristic run);
+// memoised when it can be.
+ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f);
+// The choice for the frame's tuning key (a source's recorded choice, or tuned once across
+// threads); memoised.
+const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key, uint64_t hash);
+// The configurations left after pruning (Autotuner.warmup), as choices.
+std::vector<const Choice*> pruned_choices(KernelState& k, TuneLayer& t, const Frame& f);
+// Calls the chosen config's pre_hook as Autotuner.run does; returns the descriptor arguments
+// whose block_shape it changed.
+std::vector<HookedBlock> run_config_pre_hook(KernelState& k, const TuneLayer& t, const Choice& c,
+                                             const Frame& f);
+
+// Releases the GIL for a scope if this thread holds it (a no-op without the JIT layer), so
+// the thread can wait on the runtime's locks without blocking a thread that needs the GIL.
+class ReleaseGil {
+ public:
+  ReleaseGil();
+  ~ReleaseGil();
+  ReleaseGil(const ReleaseGil&) = delete;
+  ReleaseGil& operator=(const ReleaseGil&) = delete;
+
+ private:
+  KernelSource* jit_ = nullptr;
+  void* token_ = nullptr;
+};
+
+}  // namespace triton_embed::detail

@@ -1,0 +1,335 @@
+// The runtime's side of its kernel sources (core/source.h): the registered sources, and the
+// slow paths that ask them in order and publish what they answer (the layers' memo tables,
+// recordings and tuned choices are written here only; cache entries in core/compile.cc), with
+// what a program linked to triton_embed::runtime only gets when no source answers.
+
+#include "core/source.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <string>
+
+#include "core/arg_format.h"
+#include "core/errors.h"
+#include "core/kernel_state.h"
+#include "core/once.h"
+#include "core/registry.h"
+#include "core/target.h"
+
+namespace triton_embed::detail {
+
+namespace {
+
+// Constant-initialised: set before any use.
+std::atomic<KernelSource*> g_sources[kNumSources] = {};
+
+// What a runtime-only program is told to do, after saying what it could not find.
+constexpr const char* kLinkTheJit =
+    "this program links triton_embed::runtime only, which runs no Python and compiles "
+    "nothing: link triton_embed::triton_embed to compile kernels with Triton on first use, or "
+    "build a kernel bundle that holds it";
+
+[[noreturn]] void throw_needs_jit(const KernelState& k, const char* what) {
+  TE_THROW(NotInBundleError) << full_name(k) << ": " << what << " is in no kernel bundle; "
+                             << kLinkTheJit;
+}
+
+// Calls f(source) for each registered source in order until it returns true.
+template <class F>
+bool ask(F&& f) {
+  for (auto& slot : g_sources) {
+    KernelSource* s = slot.load(std::memory_order_acquire);
+    if (s != nullptr && f(*s)) return true;
+  }
+  return false;
+}
+
+size_t layer_index(const KernelState& k, const TuneLayer& t) {
+  for (size_t i = 0; i < k.layers.size(); ++i) {
+    if (k.layers[i]->tune.get() == &t) return i;
+  }
+  TE_ICHECK(false) << "an autotune layer not of its kernel";
+  return 0;
+}
+
+// ---- publishing ---------------------------------------------------------------------------
+
+bool memo_value(const HeuristicPlan* plan, const Frame& f, ArgValue& out) {
+  if (plan == nullptr) return false;
+  MemoKey key;
+  heuristic_memo_key(*plan, f, key);
+  uint64_t v[2];
+  if (key.overflow || !plan->memo.find(key, key.hash(), v)) return false;
+  std::memcpy(static_cast<void*>(&out), v, sizeof(out));
+  return true;
+}
+
+// A result a source holds for a key (a bundle's): made the heuristic's plan when it has none
+// (a key made under another plan means something else, and is left out); kept for recording.
+void publish_record(KernelState& k, HeuristicRecord& r) {
+  Heuristic& h = *k.layers[r.layer]->heuristics[r.heuristic];
+  std::lock_guard<std::mutex> lock(h.mu);
+  HeuristicPlan* plan = h.plan.load(std::memory_order_relaxed);
+  if (plan == nullptr) {
+    h.plans.push_back(std::make_unique<HeuristicPlan>());
+    plan = h.plans.back().get();
+    plan->deps = r.deps;
+    h.plan.store(plan, std::memory_order_release);
+    invalidate_call_memo(k.call_memo.get());
+  } else if (plan->deps != r.deps) {
+    return;
+  }
+  if (h.recorded_plan != plan) {
+    h.recorded.clear();
+    h.recorded_plan = plan;
+  }
+  if (!h.recorded.emplace(std::vector<uint64_t>(r.key.w, r.key.w + r.key.n), r.value).second) {
+    return;  // known: kept
+  }
+  uint64_t stored[2];
+  static_assert(sizeof(ArgValue) == sizeof(stored), "a memo value holds one ArgValue");
+  std::memcpy(stored, &r.value, sizeof(stored));
+  plan->memo.insert(r.key, r.key.hash(), stored);
+}
+
+// What a source computed for f: the heuristic's plan grows by what it read (a new plan
+// invalidates the whole-call memo), and the value is memoised under it.
+void publish_heuristic(KernelState& k, Heuristic& h, const Frame& f, const HeuristicValue& r) {
+  std::lock_guard<std::mutex> lock(h.mu);
+  if (!r.memo) {
+    h.never_memo = true;
+    h.plan.store(nullptr, std::memory_order_release);
+    invalidate_call_memo(k.call_memo.get());
+    return;
+  }
+  if (h.never_memo) return;
+  HeuristicPlan* plan = h.plan.load(std::memory_order_relaxed);
+  bool covered = plan != nullptr;
+  for (const Dep& d : r.deps) {
+    if (covered && std::find(plan->deps.begin(), plan->deps.end(), d) == plan->deps.end()) {
+      covered = false;
+    }
+  }
+  if (!covered) {
+    auto fresh = std::make_unique<HeuristicPlan>();
+    if (plan != nullptr) fresh->deps = plan->deps;
+    for (const Dep& d : r.deps) {
+      if (std::find(fresh->deps.begin(), fresh->deps.end(), d) == fresh->deps.end()) {
+        fresh->deps.push_back(d);
+      }
+    }
+    std::sort(fresh->deps.begin(), fresh->deps.end(), [](const Dep& a, const Dep& b) {
+      return a.param != b.param ? a.param < b.param : a.aspect < b.aspect;
+    });
+    plan = fresh.get();
+    h.plans.push_back(std::move(fresh));  // older plans stay alive for readers
+  }
+  MemoKey key;
+  heuristic_memo_key(*plan, f, key);
+  if (!key.overflow) {
+    uint64_t v[2];
+    std::memcpy(v, &r.value, sizeof(v));
+    plan->memo.insert(key, key.hash(), v);
+  }
+  h.plan.store(plan, std::memory_order_release);
+  if (!covered) invalidate_call_memo(k.call_memo.get());
+}
+
+// A choice a source holds for a key (a bundle's), kept for recording. Caller holds t.mu.
+void publish_record(TuneLayer& t, ChoiceRecord& r) {
+  std::vector<uint64_t> words{r.target};
+  words.insert(words.end(), r.key.w, r.key.w + r.key.n);
+  if (!t.recorded.emplace(std::move(words), r.choice.get()).second) return;  // known: kept
+  const uint64_t stored[2] = {reinterpret_cast<uintptr_t>(r.choice.get()), 0};
+  t.memo.insert(r.key, r.key.hash(), stored);
+  t.choices.push_back(std::move(r.choice));
+}
+
+const Choice* memo_choice(const TuneLayer& t, const MemoKey& key, uint64_t hash) {
+  uint64_t v[2];
+  if (key.overflow || !t.memo.find(key, hash, v)) return nullptr;
+  return reinterpret_cast<const Choice*>(static_cast<uintptr_t>(v[0]));
+}
+
+// Tuning one key: the first source that tunes it; published in the layer's memo.
+class TuneBuild final : public OncePerKey::Build {
+ public:
+  TuneBuild(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key, uint64_t hash)
+      : k_(k), t_(t), f_(f), key_(key), hash_(hash) {}
+  void* find() override { return const_cast<Choice*>(memo_choice(t_, key_, hash_)); }
+  void make() override {
+    if (!ask([&](KernelSource& s) { return (made_ = s.tune(k_, t_, f_, key_)) != nullptr; })) {
+      throw_needs_jit(k_, "the tuned configuration for this tuning key");
+    }
+  }
+  void* publish() override {
+    Choice* raw = made_.get();
+    t_.choices.push_back(std::move(made_));
+    if (!key_.overflow) {
+      const uint64_t v[2] = {static_cast<uint64_t>(reinterpret_cast<uintptr_t>(raw)), 0};
+      t_.memo.insert(key_, hash_, v);
+    }
+    return raw;
+  }
+
+ private:
+  KernelState& k_;
+  TuneLayer& t_;
+  const Frame& f_;
+  const MemoKey& key_;
+  uint64_t hash_;
+  std::unique_ptr<Choice> made_;
+};
+
+}  // namespace
+
+void register_source(SourceSlot slot, KernelSource* s) {
+  KernelSource* expected = nullptr;
+  if (!g_sources[static_cast<size_t>(slot)].compare_exchange_strong(expected, s,
+                                                                     std::memory_order_acq_rel)) {
+    TE_ICHECK(expected == s) << "a second kernel source registered itself in one slot (two "
+                             << "copies of libtriton_embed.so loaded into one process?)";
+  }
+}
+
+KernelSource* source(SourceSlot slot) noexcept {
+  return g_sources[static_cast<size_t>(slot)].load(std::memory_order_acquire);
+}
+
+ReleaseGil::ReleaseGil() : jit_(source(SourceSlot::kJit)) {
+  if (jit_ != nullptr) token_ = jit_->release_gil();
+}
+ReleaseGil::~ReleaseGil() {
+  if (token_ != nullptr) jit_->restore_gil(token_);
+}
+
+KernelState* load_kernel(std::string_view module, std::string_view name) {
+  if (KernelState* k = find_kernel(std::string(module), std::string(name))) return k;
+  KernelState* found = nullptr;
+  if (ask([&](KernelSource& s) { return (found = s.load_kernel(module, name)) != nullptr; })) {
+    return found;
+  }
+  TE_THROW(NotInBundleError) << "cannot load kernel " << module << "." << name
+                             << ": no kernel bundle holds it; " << kLinkTheJit;
+}
+
+ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
+  ArgValue out;
+  const bool found = ask([&](KernelSource& s) {
+    std::vector<HeuristicRecord> known;
+    if (s.known_heuristics(k, known)) {
+      for (HeuristicRecord& r : known) publish_record(k, r);
+      if (memo_value(h.plan.load(std::memory_order_acquire), f, out)) return true;
+    }
+    HeuristicValue v;
+    if (!s.eval_heuristic(k, h, f, v)) return false;
+    publish_heuristic(k, h, f, v);
+    note_heuristic(h, f, v.value);
+    out = v.value;
+    return true;
+  });
+  if (!found) {
+    throw_needs_jit(k, ("the value of heuristic '" + h.name + "' for these arguments").c_str());
+  }
+  return out;
+}
+
+const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key,
+                   uint64_t hash) {
+  if (!key.overflow) {
+    // The choices the sources hold (bundles') first.
+    const uint32_t target = current_target_code();
+    const size_t layer = layer_index(k, t);
+    const Choice* c = nullptr;
+    if (ask([&](KernelSource& s) {
+          std::vector<ChoiceRecord> known;
+          if (!s.known_choices(k, layer, target, known)) return false;
+          std::lock_guard<std::mutex> lock(t.mu);
+          for (ChoiceRecord& r : known) publish_record(t, r);
+          return (c = memo_choice(t, key, hash)) != nullptr;
+        })) {
+      return c;
+    }
+  }
+  TuneBuild build(k, t, f, key, hash);
+  const auto* c = static_cast<const Choice*>(
+      t.tuning.get(t.mu, 0, key.w, key.n, hash, build, !key.overflow));
+  note_choice(t, f, key, current_target_code(), c);  // the target it was tuned for
+  return c;
+}
+
+std::vector<const Choice*> pruned_choices(KernelState& k, TuneLayer& t, const Frame& f) {
+  const InternedOptions* base = f.options != nullptr ? f.options : intern_options(Options());
+  std::vector<const Choice*> out;
+  const bool found = ask([&](KernelSource& s) {
+    std::vector<uint64_t> ids;
+    if (!s.pruned_configs(k, t, f, *base, ids)) return false;
+    for (uint64_t id : ids) {
+      const Choice* c = nullptr;
+      {
+        std::lock_guard<std::mutex> lock(t.mu);
+        for (const auto& [cfg, opt, choice] : t.config_choices) {
+          if (cfg == id && opt == base->id) c = choice.get();
+        }
+      }
+      if (c == nullptr) {
+        std::unique_ptr<Choice> made = s.config_choice(k, t, id, *base);
+        c = made.get();
+        std::lock_guard<std::mutex> lock(t.mu);
+        t.config_choices.emplace_back(id, base->id, std::move(made));
+      }
+      out.push_back(c);
+    }
+    return true;
+  });
+  if (!found) throw_needs_jit(k, "the list of pruned configurations for these arguments");
+  return out;
+}
+
+std::vector<HookedBlock> run_config_pre_hook(KernelState& k, const TuneLayer& t, const Choice& c,
+                                             const Frame& f) {
+  std::vector<HookedBlock> out;
+  if (ask([&](KernelSource& s) { return s.run_config_pre_hook(k, t, c, f, out); })) return out;
+  TE_THROW(NotSupportedError) << full_name(k) << ": the chosen configuration has a pre_hook, "
+                              << "which runs in Python; this program links "
+                              << "triton_embed::runtime only: link triton_embed::triton_embed";
+}
+
+void interpret(KernelState* kernel, const GridSpec& grid, const ArgValue* args, size_t nargs) {
+  if (ask([&](KernelSource& s) { return s.interpret(kernel, grid, args, nargs); })) return;
+  TE_THROW(NotSupportedError) << full_name(*kernel) << ": running a kernel through Triton's "
+                              << "interpreter (CPU tensors, JitFunction::interpret) needs Python; "
+                              << "this program links triton_embed::runtime only: link "
+                              << "triton_embed::triton_embed";
+}
+
+}  // namespace triton_embed::detail
+
+namespace triton_embed {
+
+void initialize(const RuntimeOptions& options) {
+  if (!detail::ask([&](detail::KernelSource& s) { return s.initialize(options); })) {
+    TE_CHECK(options.python.empty() && options.python_paths.empty(), NotSupportedError)
+        << "initialize: RuntimeOptions::" << (options.python.empty() ? "python_paths" : "python")
+        << " is set, but this program links triton_embed::runtime only, which starts no Python: "
+        << "link triton_embed::triton_embed to run kernels from Python modules, or leave "
+        << "RuntimeOptions::python and python_paths empty";
+  }
+  if (options.target.has_value()) set_target(options.target);
+}
+
+void add_python_path(std::string_view dir) {
+  if (detail::ask([&](detail::KernelSource& s) { return s.add_python_path(dir); })) return;
+  TE_THROW(NotSupportedError) << "add_python_path(\"" << dir << "\"): this program links "
+                              << "triton_embed::runtime only, which starts no Python: link "
+                              << "triton_embed::triton_embed to load kernels from Python modules";
+}
+
+RuntimeInfo runtime_info() {
+  RuntimeInfo info;  // jit == false: no interpreter, no Triton
+  detail::ask([&](detail::KernelSource& s) { return s.runtime_info(info); });
+  return info;
+}
+
+}  // namespace triton_embed
