@@ -89,8 +89,8 @@ int merge(const std::vector<std::string>& args) {
   const bundle::Contents merged = bundle::merge(ptrs);
   bundle::write_file(merged, out);
   std::cout << "wrote " << out << ": " << merged.kernels.size() << " kernels, "
-            << merged.entries.size() << " entries, " << merged.records.size()
-            << " records from " << inputs.size() << " bundles\n";
+            << merged.entries.size() << " entries, " << merged.records.size() << " records from "
+            << inputs.size() << " bundles\n";
   return kOk;
 }
 
@@ -154,7 +154,7 @@ auto located(const std::string& where, F&& f) -> decltype(f()) {
 // A compiled entry and the first call that asked for it.
 struct Built {
   const tools::Call* call;
-  std::string kernel;   // module.name
+  std::string kernel;  // module.name
   std::string options;
   const te::CompiledKernel* compiled;
 };

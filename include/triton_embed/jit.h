@@ -51,10 +51,10 @@ struct ParamInfo {
   bool is_constexpr = false;
   bool do_not_specialize = false;
   bool do_not_specialize_on_alignment = false;
-  bool is_const = false;       //!< pointer annotated \c const
+  bool is_const = false;  //!< pointer annotated \c const
   bool has_default = false;
-  std::string annotation;      //!< Triton's normalised annotation: \c "i32", \c "*fp16", ...
-  std::string default_repr;    //!< Python repr of the default value, when there is one
+  std::string annotation;    //!< Triton's normalised annotation: \c "i32", \c "*fp16", ...
+  std::string default_repr;  //!< Python repr of the default value, when there is one
 };
 
 /*! \brief A kernel compiled for one specialisation and target. Owned by the cache; a
@@ -70,7 +70,8 @@ class TRITON_EMBED_API CompiledKernel {
   const std::string& name() const noexcept { return meta_.name; }
   /*! \brief The target it was compiled for, e.g. \c "cuda:90". */
   const std::string& target() const noexcept { return target_; }
-  /*! \brief The specialised signature, e.g. \c "add_kernel(x_ptr: *fp32 D, ..., BLOCK: constexpr = 1024)". */
+  /*! \brief The specialised signature, e.g. \c "add_kernel(x_ptr: *fp32 D, ..., BLOCK: constexpr =
+   * 1024)". */
   const std::string& signature() const noexcept { return meta_.signature; }
   int num_warps() const noexcept { return meta_.num_warps; }
   int num_ctas() const noexcept { return meta_.num_ctas; }
@@ -112,8 +113,7 @@ TRITON_EMBED_API KernelState* inner_kernel(KernelState* kernel);
 TRITON_EMBED_API void launch(KernelState* kernel, const InternedOptions* options,
                              const GridSpec& grid, Stream stream, const ArgValue* args,
                              size_t nargs);
-TRITON_EMBED_API const CompiledKernel& compile(KernelState* kernel,
-                                               const InternedOptions* options,
+TRITON_EMBED_API const CompiledKernel& compile(KernelState* kernel, const InternedOptions* options,
                                                const ArgValue* args, size_t nargs);
 /*! The general forms: named arguments, and kernels wrapped in @triton.autotune /
  *  @triton.heuristics (the positional forms above hand wrapped kernels to these). */
@@ -218,13 +218,12 @@ class TRITON_EMBED_API JitFunction {
 
   /*! \brief Launches with a grid computed by \p grid_fn from the call's arguments.
    *  \code
-   *  add.launch([&](const triton_embed::Meta& m) { return triton_embed::Grid(triton_embed::cdiv(n, m["BLOCK"])); },
-   *             stream, x, y, out, n, 1024);
-   *  \endcode */
-  template <class F, class... Args,
-            std::enable_if_t<std::is_invocable_r_v<Grid, const std::remove_reference_t<F>&,
-                                                   const Meta&>,
-                             int> = 0>
+   *  add.launch([&](const triton_embed::Meta& m) { return triton_embed::Grid(triton_embed::cdiv(n,
+   * m["BLOCK"])); }, stream, x, y, out, n, 1024); \endcode */
+  template <
+      class F, class... Args,
+      std::enable_if_t<std::is_invocable_r_v<Grid, const std::remove_reference_t<F>&, const Meta&>,
+                       int> = 0>
   void launch(F&& grid_fn, Stream stream, const Args&... args) const {
     detail::GridSpec spec;
     spec.fn = &detail::grid_thunk<F>;
@@ -266,10 +265,10 @@ class TRITON_EMBED_API JitFunction {
     detail::CallStorage<Args...> s(args...);
     return detail::compile_call(state_, options_, s.call(), &spec);
   }
-  template <class F, class... Args,
-            std::enable_if_t<std::is_invocable_r_v<Grid, const std::remove_reference_t<F>&,
-                                                   const Meta&>,
-                             int> = 0>
+  template <
+      class F, class... Args,
+      std::enable_if_t<std::is_invocable_r_v<Grid, const std::remove_reference_t<F>&, const Meta&>,
+                       int> = 0>
   const CompiledKernel& prepare(F&& grid_fn, const Args&... args) const {
     detail::GridSpec spec;
     spec.fn = &detail::grid_thunk<F>;

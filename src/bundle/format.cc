@@ -37,8 +37,8 @@ constexpr size_t kHeaderCrcAt = 124;
 
 // Section kinds, in file order; index i of the table holds kind i + 1.
 enum : uint32_t { kStrings = 1, kWords, kTma, kKernels, kEntries, kRecords, kBlobs };
-constexpr const char* kSectionName[] = {"", "strings", "words", "tma", "kernels",
-                                        "entries", "records", "blobs"};
+constexpr const char* kSectionName[] = {"",        "strings", "words",   "tma",
+                                        "kernels", "entries", "records", "blobs"};
 constexpr size_t kTmaSize = 48;
 constexpr size_t kKernelSize = 96;
 constexpr size_t kEntrySize = 216;
@@ -407,7 +407,7 @@ std::string serialize(const Contents& c) {
 
   // Sections tile the file: each extent runs to where the next section starts (8-aligned,
   // the blobs 256-aligned); the last ends the file.
-  const std::string* body[kSectionCount] = {&strings.data(), &words,   &tma,        &kernels,
+  const std::string* body[kSectionCount] = {&strings.data(), &words,   &tma,         &kernels,
                                             &entries,        &records, &blobs.data()};
   uint64_t offset[kSectionCount], extent[kSectionCount];
   size_t at = kTableEnd;
@@ -457,9 +457,9 @@ void write_file(const Contents& c, const std::string& path) {
   std::string tmp = path + ".tmp.XXXXXX";
   const int fd = ::mkstemp(&tmp[0]);
   if (fd < 0) {
-    throw io_error("cannot create a temporary file next to it: " +
-                   std::string(std::strerror(errno)) +
-                   "; check that its directory exists and is writable");
+    throw io_error(
+        "cannot create a temporary file next to it: " + std::string(std::strerror(errno)) +
+        "; check that its directory exists and is writable");
   }
   // Until the rename succeeds, any failure removes the temporary file.
   struct TempFile {
@@ -529,7 +529,10 @@ class Parser {
       got += buf;
     }
     std::string hint;
-    if (n_ >= 4 && std::memcmp(p_, "\x7f" "ELF", 4) == 0) {
+    if (n_ >= 4 && std::memcmp(p_,
+                               "\x7f"
+                               "ELF",
+                               4) == 0) {
       hint = " (an ELF file: for a bundle embedded in a program, use Bundle::from_memory)";
     } else if (n_ >= 8 && std::memcmp(p_, kMagic, 4) == 0) {
       hint = " (its line-ending bytes differ: copied in text mode?)";
@@ -600,8 +603,8 @@ class Parser {
       if (rd32(t) != kind || rd32(t + 4) != kItemSize[kind]) {
         corrupt(what + " has kind " + std::to_string(rd32(t)) + " and items of " +
                 std::to_string(rd32(t + 4)) + " bytes; expected kind " + std::to_string(kind) +
-                " (" + kSectionName[kind] + ") with items of " +
-                std::to_string(kItemSize[kind]) + " bytes");
+                " (" + kSectionName[kind] + ") with items of " + std::to_string(kItemSize[kind]) +
+                " bytes");
       }
       Section& s = sec_[kind];
       s.offset = rd64(t + 8);
@@ -611,9 +614,8 @@ class Parser {
       const uint64_t align = kind == kBlobs ? kBlobAlign : 8;
       if (s.offset != at || s.offset % align != 0 || s.extent > n_ - s.offset) {
         corrupt(name + " at bytes " + std::to_string(s.offset) + "+" + std::to_string(s.extent) +
-                ": expected to start at byte " + std::to_string(at) + ", " +
-                std::to_string(align) + "-byte aligned, within the file's " +
-                std::to_string(n_) + " bytes");
+                ": expected to start at byte " + std::to_string(at) + ", " + std::to_string(align) +
+                "-byte aligned, within the file's " + std::to_string(n_) + " bytes");
       }
       if (s.count > s.extent / kItemSize[kind]) {
         corrupt(name + " holds " + std::to_string(s.count) + " items of " +
@@ -757,25 +759,21 @@ class Parser {
     const uint64_t tfirst = rd64(at), tcount = rd64(at + 8);
     if (!in_bounds(tfirst, tcount, ts.count)) {
       corrupt("entry #" + std::to_string(i) + " TMA records " + std::to_string(tfirst) + "+" +
-              std::to_string(tcount) + " lie outside the " + std::to_string(ts.count) +
-              " records");
+              std::to_string(tcount) + " lie outside the " + std::to_string(ts.count) + " records");
     }
     out.resize(tcount);
     for (uint64_t j = 0; j < tcount; ++j) {
       // present and fp4_padded as the words they are stored as, to check them.
       struct Words : Decoder {
         uint32_t present = 0, fp4 = 0;
-        void word(size_t at, bool&) {
-          (at == 0 ? present : fp4) = rd32(r + at);
-        }
+        void word(size_t at, bool&) { (at == 0 ? present : fp4) = rd32(r + at); }
       } d{{*this, p_ + ts.offset + (tfirst + j) * kTmaSize, "entry", i}};
       TmaMeta& m = out[j];
       tma_layout(m, d);
       if (d.present > 1 || d.fp4 > 1 || m.rank < 0 || m.rank > 5) {
-        corrupt("entry #" + std::to_string(i) + " TMA record #" + std::to_string(j) +
-                ": present " + std::to_string(d.present) + ", fp4_padded " +
-                std::to_string(d.fp4) + ", rank " + std::to_string(m.rank) +
-                " (expected 0/1, 0/1, 0..5)");
+        corrupt("entry #" + std::to_string(i) + " TMA record #" + std::to_string(j) + ": present " +
+                std::to_string(d.present) + ", fp4_padded " + std::to_string(d.fp4) + ", rank " +
+                std::to_string(m.rank) + " (expected 0/1, 0/1, 0..5)");
       }
       m.present = d.present == 1;
       m.fp4_padded = d.fp4 == 1;
@@ -833,7 +831,7 @@ Bundle Bundle::open(const std::string& path) {
     b.data_ = static_cast<const char*>(m);
     b.size_ = size;
   }
-  ::close(fd);  // the mapping stays
+  ::close(fd);                                                     // the mapping stays
   b.version_ = Parser(b.name_, b.data_, b.size_).parse(&b.view_);  // on failure ~Bundle unmaps
   return b;
 }
@@ -883,7 +881,7 @@ namespace {
 std::string own(std::string_view s) { return std::string(s); }
 
 Kernel own(const KernelView& k) {
-  return {own(k.module), own(k.name),   own(k.source_hash),
+  return {own(k.module),  own(k.name),   own(k.source_hash),
           own(k.wrapper), own(k.params), own(k.layers)};
 }
 
@@ -1030,9 +1028,8 @@ Contents merge(const std::vector<const Bundle*>& bundles) {
     }
     for (size_t i = 0; i < b->entries().size(); ++i) {
       const EntryView& e = b->entries()[i];
-      const auto [it, added] =
-          entries.try_emplace(EntryId{remap[e.kernel], e.target, e.options, e.key_words},
-                              From{b, i});
+      const auto [it, added] = entries.try_emplace(
+          EntryId{remap[e.kernel], e.target, e.options, e.key_words}, From{b, i});
       if (added) {
         out.entries.push_back(own(e));
         out.entries.back().kernel = remap[e.kernel];
@@ -1094,10 +1091,9 @@ std::string describe(const Bundle& b) {
     for (size_t i : by_kernel[k]) {
       const EntryView& e = b.entries()[i];
       os << "  entry #" << i << " " << target_text(e.target) << " "
-         << quoted(options_for_people(e.options))
-         << ": hash " << e.hash << ", key " << plural(e.key_words.size(), "word", "words")
-         << ", signature " << quoted(e.signature) << ", cubin "
-         << plural(e.cubin.size(), "byte", "bytes") << ", ";
+         << quoted(options_for_people(e.options)) << ": hash " << e.hash << ", key "
+         << plural(e.key_words.size(), "word", "words") << ", signature " << quoted(e.signature)
+         << ", cubin " << plural(e.cubin.size(), "byte", "bytes") << ", ";
       if (e.ptx.empty()) {
         os << "no ptx\n";
       } else {

@@ -64,8 +64,8 @@
 #include <vector>
 
 #include "core/tma_meta.h"
-#include "triton_embed/detail/kernel_metadata.h"
 #include "triton_embed/detail/export.h"
+#include "triton_embed/detail/kernel_metadata.h"
 #include "triton_embed/error.h"
 
 namespace triton_embed::detail::bundle {
@@ -77,7 +77,6 @@ inline constexpr uint32_t kFormatVersion = 1;
 inline constexpr size_t kBlobAlign = 256;
 /*! \brief The size of the fixed header. */
 inline constexpr size_t kHeaderSize = 128;
-
 
 /*! \brief Who wrote the bundle. \c Bytes is \c std::string (to write) or \c std::string_view
  *  (read: views into the bundle's bytes). */

@@ -1,10 +1,9 @@
 #include "bundle/store.h"
 
-#include <cstdio>
-#include <cstring>
-
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <iterator>
 #include <map>
@@ -137,8 +136,8 @@ KernelState* load_bundled_kernel(std::string_view module, std::string_view name)
   }
   std::unique_ptr<KernelState> loser;  // another thread's, when it registered first
   if (inner) {
-    outer->inner = insert_kernel(std::string(module), std::string(name) + "[inner]",
-                                 std::move(inner), &loser);
+    outer->inner =
+        insert_kernel(std::string(module), std::string(name) + "[inner]", std::move(inner), &loser);
   }
   return insert_kernel(std::string(module), std::string(name), std::move(outer), &loser);
 }
@@ -180,7 +179,7 @@ std::unique_ptr<detail::Entry> entry_from(const EntryView& ev, const Key& key, u
 }
 
 std::unique_ptr<detail::Entry> bundled_entry(const KernelState& k, const InternedOptions& options,
-                                          const Key& key, uint64_t hash) {
+                                             const Key& key, uint64_t hash) {
   load_from_environment();
   const std::string opts = encode_options(options.options);
   Store& s = store();
@@ -191,7 +190,8 @@ std::unique_ptr<detail::Entry> bundled_entry(const KernelState& k, const Interne
   for (const Bundle& b : s.bundles) {
     const ContentsView& c = b.view();
     for (const EntryView& ev : c.entries) {
-      if (ev.key_words.size() != key.n || ev.options != opts || !same_kernel(c.kernels[ev.kernel], k) ||
+      if (ev.key_words.size() != key.n || ev.options != opts ||
+          !same_kernel(c.kernels[ev.kernel], k) ||
           !std::equal(ev.key_words.begin(), ev.key_words.end(), key.w)) {
         continue;
       }
@@ -405,7 +405,9 @@ void record_at_exit_if_asked() {
 
 namespace triton_embed {
 
-void load_bundle(const std::string& path) { detail::bundle::add(detail::bundle::Bundle::open(path)); }
+void load_bundle(const std::string& path) {
+  detail::bundle::add(detail::bundle::Bundle::open(path));
+}
 
 void load_bundle_from_memory(const void* data, size_t size, std::string_view name) {
   detail::bundle::add(detail::bundle::Bundle::from_memory(data, size, std::string(name)));

@@ -29,14 +29,15 @@ constexpr size_t kMaxLeaves = 160;
 constexpr size_t kMaxContexts = 32;
 
 struct Key {
-  uint32_t target = 0;   // arch | warp_size << 16
-  uint32_t options = 0;  // interned options id
-  uint32_t n = 0;        // words used
+  uint32_t target = 0;         // arch | warp_size << 16
+  uint32_t options = 0;        // interned options id
+  uint32_t n = 0;              // words used
   uint32_t process_local = 0;  // a word holds a Python object's address (not compared)
   uint64_t w[kMaxKeyWords];
 
   uint64_t hash() const noexcept {
-    return hash_words(0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(target) << 32 | options), w, n);
+    return hash_words(0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(target) << 32 | options), w,
+                      n);
   }
 };
 
@@ -58,7 +59,7 @@ struct alignas(64) Entry {
   uint64_t hash = 0;
   uint32_t target = 0;
   uint32_t options = 0;
-  uint32_t nkey = 0;                // key words
+  uint32_t nkey = 0;  // key words
   uint32_t block_x = 128;
   uint32_t num_ctas = 1;
   uint32_t shared = 0;
@@ -78,9 +79,9 @@ struct alignas(64) Entry {
   uint64_t global_scratch_align = 1, profile_scratch_align = 1;
   std::vector<uint64_t> key_words;  // the whole key
   std::unique_ptr<CompiledKernel> kernel;
-  std::vector<TmaMeta> tma;         // one per tensordesc leaf, in order
-  int triton_version = 0;           // major * 100 + minor: how descriptors are passed
-  bool process_local = false;       // keyed on a Python object: not recorded into bundles
+  std::vector<TmaMeta> tma;    // one per tensordesc leaf, in order
+  int triton_version = 0;      // major * 100 + minor: how descriptors are passed
+  bool process_local = false;  // keyed on a Python object: not recorded into bundles
   std::mutex load_mu;
 
   // Sets the launch constants from `kernel` (set first), as Triton's launcher reads them from

@@ -27,7 +27,6 @@ namespace triton_embed::detail {
 [[noreturn]] TE_INTERNAL_API void rethrow_copy(const std::exception_ptr& p,
                                                std::string_view prefix = {});
 
-
 class ErrorStream {
  public:
   ErrorStream() = default;

@@ -48,21 +48,21 @@ struct KernelState {
   // Wrappers (@triton.heuristics / @triton.autotune), outermost first; empty for a plain
   // JITFunction. A wrapped kernel launches its `inner` state after them.
   std::vector<std::unique_ptr<Layer>> layers;
-  size_t min_args = 0;             // parameters without defaults, counted from the front
-  KernelState* inner = nullptr;  // for wrapped kernels: the state of the inner JITFunction
+  size_t min_args = 0;                  // parameters without defaults, counted from the front
+  KernelState* inner = nullptr;         // for wrapped kernels: the state of the inner JITFunction
   std::unique_ptr<CallMemo> call_memo;  // whole positional calls (wrapped kernels only)
-  LayerParams layer_params;  // wrapped kernels: which parameters the layers set
+  LayerParams layer_params;             // wrapped kernels: which parameters the layers set
   Cache cache;
 
   std::string module;
   std::string name;
   std::string source_hash;  // Triton's hash of the kernel's source, when known (bundles)
-  std::string wrapper;  // "", "autotune", "heuristics"
+  std::string wrapper;      // "", "autotune", "heuristics"
   WrapperKind wrapper_kind = WrapperKind::kNone;
 
   std::vector<uint64_t> name_hashes;  // name_hash() of each parameter name (named arguments)
-  std::vector<ArgValue> defaults;  // one per parameter; kind kNone with has_default false
-  int triton_version = 0;  // the installed Triton, major * 100 + minor (306, 308, ...)
+  std::vector<ArgValue> defaults;     // one per parameter; kind kNone with has_default false
+  int triton_version = 0;             // the installed Triton, major * 100 + minor (306, 308, ...)
 
   // Storage for the strings and nested values that defaults and the values heuristics and
   // configs produced point into (strings interned once).

@@ -15,8 +15,8 @@
 #include "core/source.h"
 #include "core/specialize.h"
 #include "core/target.h"
-#include "triton_embed/detail/testing.h"
 #include "cuda/driver.h"
+#include "triton_embed/detail/testing.h"
 
 namespace triton_embed::detail {
 
@@ -101,13 +101,20 @@ bool plain_positional(const KernelState& k, const CallArgs& call, ArgValue* out)
 
 [[noreturn]] void throw_unknown_name(const KernelState& k, const ArgName& name) {
   const std::string n(name.view());
-  static const char* const kOptions[] = {"num_warps", "num_stages", "num_ctas", "maxnreg",
-                                         "debug", "launch_pdl", "launch_cooperative_grid"};
+  static const char* const kOptions[] = {"num_warps",
+                                         "num_stages",
+                                         "num_ctas",
+                                         "maxnreg",
+                                         "debug",
+                                         "launch_pdl",
+                                         "launch_cooperative_grid"};
   for (const char* o : kOptions) {
     if (n == o) {
       TE_THROW(NotSupportedError) << call_signature(k) << ": got an unexpected named argument '"
-                                  << n << "': it is a Triton option, not a parameter; set it with "
-                                     "with_options(triton_embed::Options()." << n << "(...))";
+                                  << n
+                                  << "': it is a Triton option, not a parameter; set it with "
+                                     "with_options(triton_embed::Options()."
+                                  << n << "(...))";
     }
   }
   // Python's JITFunction.run raises KeyError (a LookupError) for a keyword that names neither
@@ -118,8 +125,8 @@ bool plain_positional(const KernelState& k, const CallArgs& call, ArgValue* out)
 
 [[noreturn]] void throw_twice(const KernelState& k, int p, bool positional) {
   TE_THROW(TypeError) << call_signature(k) << ": got multiple values for argument '"
-                      << k.params[p].name << "' (#" << p << "): "
-                      << (positional ? "by position and by name" : "named twice");
+                      << k.params[p].name << "' (#" << p
+                      << "): " << (positional ? "by position and by name" : "named twice");
 }
 
 // The required parameters the frame lacks, leaving out those in `later` (a layer may still
@@ -148,8 +155,8 @@ bool plain_positional(const KernelState& k, const CallArgs& call, ArgValue* out)
 // (TypeError). One given by name that a heuristic sets is overwritten, as in Python.
 [[noreturn]] void throw_layer_conflict(const KernelState& k, uint32_t p, bool positional) {
   if (!positional) {
-    TE_THROW(ValueError) << call_signature(k) << ": Conflicting meta-parameters: "
-                         << k.params[p].name
+    TE_THROW(ValueError) << call_signature(k)
+                         << ": Conflicting meta-parameters: " << k.params[p].name
                          << ". Make sure that you don't re-define auto-tuned symbols.";
   }
   TE_THROW(TypeError) << call_signature(k) << ": got multiple values for argument '"
@@ -176,7 +183,8 @@ void check_against_layers(const KernelState& k, const Frame& f, const ParamMask&
     return m[0] != 0 ? static_cast<uint32_t>(__builtin_ctzll(m[0]))
                      : 64 + static_cast<uint32_t>(__builtin_ctzll(m[1]));
   };
-  if (TE_UNLIKELY((conflict[0] | conflict[1]) != 0)) throw_layer_conflict(k, first(conflict), false);
+  if (TE_UNLIKELY((conflict[0] | conflict[1]) != 0))
+    throw_layer_conflict(k, first(conflict), false);
   if (TE_UNLIKELY((twice[0] | twice[1]) != 0)) throw_layer_conflict(k, first(twice), true);
   if (TE_UNLIKELY((missing[0] | missing[1]) != 0)) {
     ParamMask later;
@@ -188,14 +196,28 @@ void check_against_layers(const KernelState& k, const Frame& f, const ParamMask&
 // ---- memo keys --------------------------------------------------------------------------
 
 enum : uint64_t {
-  kTagAbsent = 1, kTagNone, kTagBool, kTagInt, kTagFloat, kTagPointer, kTagStr, kTagDType,
-  kTagScalar, kTagConstexpr, kTagTuple, kTagJit,
+  kTagAbsent = 1,
+  kTagNone,
+  kTagBool,
+  kTagInt,
+  kTagFloat,
+  kTagPointer,
+  kTagStr,
+  kTagDType,
+  kTagScalar,
+  kTagConstexpr,
+  kTagTuple,
+  kTagJit,
 };
 
 void encode_value(const ArgValue& v, MemoKey& key) {
   switch (v.kind) {
-    case ArgKind::kNone: key.push(kTagNone); return;
-    case ArgKind::kBool: key.push(kTagBool | static_cast<uint64_t>(v.i) << 8); return;
+    case ArgKind::kNone:
+      key.push(kTagNone);
+      return;
+    case ArgKind::kBool:
+      key.push(kTagBool | static_cast<uint64_t>(v.i) << 8);
+      return;
     case ArgKind::kInt:
       key.push(kTagInt | static_cast<uint64_t>(v.big) << 8);
       key.push(v.u);
@@ -207,7 +229,9 @@ void encode_value(const ArgValue& v, MemoKey& key) {
       key.push(bits);
       return;
     }
-    case ArgKind::kPointer: key.push(kTagPointer); return;
+    case ArgKind::kPointer:
+      key.push(kTagPointer);
+      return;
     case ArgKind::kStr: {
       key.push(kTagStr | static_cast<uint64_t>(v.count) << 8);
       for (uint32_t i = 0; i < v.count; i += 8) {
@@ -217,9 +241,12 @@ void encode_value(const ArgValue& v, MemoKey& key) {
       }
       return;
     }
-    case ArgKind::kDType: key.push(kTagDType | static_cast<uint64_t>(v.dtype) << 8); return;
+    case ArgKind::kDType:
+      key.push(kTagDType | static_cast<uint64_t>(v.dtype) << 8);
+      return;
     case ArgKind::kScalar:
-      key.push(kTagScalar | static_cast<uint64_t>(v.dtype) << 8 | static_cast<uint64_t>(v.big) << 16);
+      key.push(kTagScalar | static_cast<uint64_t>(v.dtype) << 8 |
+               static_cast<uint64_t>(v.big) << 16);
       key.push(v.u);
       return;
     case ArgKind::kConstexpr:
@@ -236,7 +263,7 @@ void encode_value(const ArgValue& v, MemoKey& key) {
       return;
     case ArgKind::kPyObject:
     case ArgKind::kTensorDesc:  // Python code may read any of a descriptor's fields
-      key.overflow = true;  // an arbitrary Python object: not keyed, Python decides each time
+      key.overflow = true;      // an arbitrary Python object: not keyed, Python decides each time
       return;
   }
 }
@@ -288,7 +315,8 @@ void tuning_key(const TuneLayer& t, const Frame& f, MemoKey& key) {
     }
   }
   auto dtype_of = [&](uint32_t p) {
-    if (f.vals[p].kind == ArgKind::kPointer) key.push(0x100u | static_cast<uint64_t>(f.vals[p].dtype));
+    if (f.vals[p].kind == ArgKind::kPointer)
+      key.push(0x100u | static_cast<uint64_t>(f.vals[p].dtype));
   };
   for (uint32_t p = 0; p < f.npos; ++p) dtype_of(p);
   for (uint32_t i = 0; i < f.nkw; ++i) dtype_of(f.kw[i]);
@@ -348,8 +376,8 @@ const InternedOptions* options_with(KernelState& k, Heuristic& h, Frame& f, cons
                      : (bits & kOptNumCtas) != 0   ? "num_ctas"
                      : (bits & kOptNumStages) != 0 ? "num_stages"
                                                    : "maxnreg";
-  TE_THROW(TypeError) << call_signature(k) << ": got multiple values for keyword argument '"
-                      << name << "': a @triton.heuristics outside the autotuner sets it, and so "
+  TE_THROW(TypeError) << call_signature(k) << ": got multiple values for keyword argument '" << name
+                      << "': a @triton.heuristics outside the autotuner sets it, and so "
                       << "does every autotune config";
 }
 
@@ -359,8 +387,8 @@ void apply_choice(const KernelState& k, const Choice& c, Frame& f) {
   }
   for (const auto& [p, v] : c.kwargs) {
     if (TE_UNLIKELY(f.given[p] != kAbsent)) {
-      TE_THROW(ValueError) << call_signature(k) << ": Conflicting meta-parameters: "
-                           << k.params[p].name
+      TE_THROW(ValueError) << call_signature(k)
+                           << ": Conflicting meta-parameters: " << k.params[p].name
                            << ". Make sure that you don't re-define auto-tuned symbols.";
     }
     f.set_keyword(p, v, -1);
@@ -374,7 +402,8 @@ const Choice* find_choice(KernelState& k, TuneLayer& t, const Frame& f, bool tun
   const uint64_t h = key.hash();
   if (TE_LIKELY(!key.overflow)) {
     uint64_t v[2];
-    if (t.memo.find(key, h, v)) return reinterpret_cast<const Choice*>(static_cast<uintptr_t>(v[0]));
+    if (t.memo.find(key, h, v))
+      return reinterpret_cast<const Choice*>(static_cast<uintptr_t>(v[0]));
   }
   if (!tune_on_miss) return nullptr;
   return tune(k, t, f, key, h);
@@ -478,9 +507,9 @@ void walk(Walk& w, size_t li, Frame& f) {
       TE_CHECK(h.block.size() == static_cast<size_t>(d.rank()), ValueError)
           << arg_where(k, h.param) << ": the autotune config's pre_hook set block_shape to "
           << h.block.size() << " dimensions; the descriptor has rank " << d.rank();
-      auto copy = std::make_unique<TensorDescriptor>(d.base(), d.dtype(), d.rank(), d.shape(),
-                                                     d.strides(), h.block.data(), d.padding(),
-                                                     d.round_f32_to_tf32());
+      auto copy =
+          std::make_unique<TensorDescriptor>(d.base(), d.dtype(), d.rank(), d.shape(), d.strides(),
+                                             h.block.data(), d.padding(), d.round_f32_to_tf32());
       copy->set_arg_flags(d.arg_flags());
       f.vals[h.param].ptr = copy.get();
       w.hooked.push_back(std::move(copy));
@@ -496,7 +525,9 @@ KernelState& inner_of(KernelState* k) { return k->inner != nullptr ? *k->inner :
 std::atomic<bool> g_call_memo_on{true};
 std::atomic<uint64_t> g_call_memo_hits{0};
 
-inline bool has_bit(const uint64_t* m, uint32_t p) noexcept { return ((m[p >> 6] >> (p & 63)) & 1) != 0; }
+inline bool has_bit(const uint64_t* m, uint32_t p) noexcept {
+  return ((m[p >> 6] >> (p & 63)) & 1) != 0;
+}
 
 // The memo key of a positional call under `plan`, and the call's packed runtime arguments;
 // false for a call the memo cannot take (the walk handles it, and raises what it raises).

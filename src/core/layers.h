@@ -63,7 +63,7 @@ struct Heuristic {
   uint32_t option_bit = 0;  // kOpt* of the option it sets
   MemoTable option_memo{64};
   std::atomic<HeuristicPlan*> plan{nullptr};  // nullptr until it ran once, or when not memoisable
-  std::mutex mu;  // guards plans and memo inserts
+  std::mutex mu;                              // guards plans and memo inserts
   std::vector<std::unique_ptr<HeuristicPlan>> plans;
   bool never_memo = false;  // it read something no key can hold (a whole tensor, every argument)
   // What it returned for keys another process can rebuild (no address, no Python object),
@@ -80,7 +80,7 @@ constexpr size_t kMaxDecisions = 1 << 14;
 // A tuned configuration, ready to apply.
 struct Choice {
   std::vector<std::pair<uint32_t, ArgValue>> kwargs;  // meta-parameters it sets
-  const InternedOptions* options = nullptr;            // the handle's options plus the config's
+  const InternedOptions* options = nullptr;           // the handle's options plus the config's
   bool pre_hook = false;
   TuningResult result;
 };
@@ -94,10 +94,10 @@ struct TuneLayer {
   // str() of every config, one per line: a bundle's choices serve the JIT layer only for the
   // very configs they were tuned from.
   std::string configs;
-  MemoTable memo{1024};            // tuning key -> Choice*
-  std::mutex mu;                   // guards choices, tuning, memo inserts and what follows
+  MemoTable memo{1024};  // tuning key -> Choice*
+  std::mutex mu;         // guards choices, tuning, memo inserts and what follows
   std::vector<std::unique_ptr<Choice>> choices;
-  OncePerKey tuning;               // keys being tuned
+  OncePerKey tuning;  // keys being tuned
   // Choices for pruned configs (warmup, interpreter), by (the source's config id, options id).
   std::vector<std::tuple<uint64_t, uint32_t, std::unique_ptr<Choice>>> config_choices;
   // The decisions a bundle records (src/bundle/decisions.cc): {target the choice was tuned
@@ -134,7 +134,15 @@ struct LayerParams {
 TE_INTERNAL_API void index_layer_params(KernelState& k);
 
 // What a call through the layers is for.
-enum class FrameMode : uint8_t { kLaunch, kCompile, kPrepare, kWarmup, kInterpret, kQuery, kDryRun };
+enum class FrameMode : uint8_t {
+  kLaunch,
+  kCompile,
+  kPrepare,
+  kWarmup,
+  kInterpret,
+  kQuery,
+  kDryRun
+};
 
 // The options a triton.Config always passes (all_kwargs), as bits of Frame::heuristic_options.
 constexpr uint32_t kOptNumWarps = 1, kOptNumStages = 2, kOptNumCtas = 4, kOptMaxnreg = 8,
@@ -223,8 +231,7 @@ void note_choice(TuneLayer& t, const Frame& f, const MemoKey& key, uint32_t targ
                  const Choice* choice);
 
 // The memo key of a heuristic: exactly what its plan says it read.
-TE_INTERNAL_API void heuristic_memo_key(const HeuristicPlan& plan, const Frame& f,
-                                        MemoKey& key);
+TE_INTERNAL_API void heuristic_memo_key(const HeuristicPlan& plan, const Frame& f, MemoKey& key);
 
 // The launch path of a layered call up to the driver call (host_path_dry_run of the inner
 // kernel after the layers): the CPU benchmark's and tests' view of it.
@@ -256,9 +263,7 @@ void note_dry_run(const Entry* e) noexcept;
 // point at its packed runtime arguments; slots[np], slots[np + 1] and params[np],
 // params[np + 1] take the two scratch pointers. `args` (all parameters) for a grid
 // callable's Meta.
-void launch_entry(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx,
-                  const GridSpec& grid, Stream stream, const ArgValue* args, uint64_t* slots,
-                  void** params, uint32_t np);
-
+void launch_entry(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx, const GridSpec& grid,
+                  Stream stream, const ArgValue* args, uint64_t* slots, void** params, uint32_t np);
 
 }  // namespace triton_embed::detail

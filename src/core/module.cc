@@ -28,8 +28,8 @@ void* load_function(const KernelState& k, Entry& e, const cuda::ContextInfo& ctx
       << " bytes of shared memory; the device allows " << max_shared
       << ". Lower num_stages or the block sizes.";
   const uint32_t n = e.nloaded.load(std::memory_order_relaxed);
-  TE_CHECK(n < kMaxContexts, Error) << full_name(k) << ": loaded in more than " << kMaxContexts
-                                    << " CUDA contexts";
+  TE_CHECK(n < kMaxContexts, Error)
+      << full_name(k) << ": loaded in more than " << kMaxContexts << " CUDA contexts";
 
   cuda::ModuleGuard mod;
   // A bundle entry served from an older target's PTX has no cubin: the driver compiles the
@@ -77,8 +77,7 @@ void* load_function(const KernelState& k, Entry& e, const cuda::ContextInfo& ctx
   // only, which must exist and be a pointer (the profile scratch pointer).
   const size_t expected = e.num_runtime_params + 2;
   size_t count = 0;
-  if (a.cuFuncGetParamCount != nullptr &&
-      a.cuFuncGetParamCount(fn, &count) == CUDA_SUCCESS) {
+  if (a.cuFuncGetParamCount != nullptr && a.cuFuncGetParamCount(fn, &count) == CUDA_SUCCESS) {
     TE_CHECK(count == expected, Error)
         << what << ": the kernel takes " << count << " parameters but the launch passes "
         << expected << " (" << e.num_runtime_params << " arguments and 2 scratch pointers); "

@@ -26,7 +26,7 @@ struct OncePerKey::Pending {
 };
 
 void* OncePerKey::get(std::mutex& mu, uint64_t head, const uint64_t* words, uint32_t n,
-                            uint64_t hash, Build& build, bool shared) {
+                      uint64_t hash, Build& build, bool shared) {
   ReleaseGil no_gil;  // never wait on our mutex holding the GIL
   std::shared_ptr<Pending> mine;
   if (shared) {

@@ -32,8 +32,8 @@ class OncePerKey {
   // The result for key (head, words[0, n)) with hash `hash`: published, waited for, or built
   // here. `mu` is the owner's mutex (guards what find and publish touch). With `shared` false
   // (a key too long to memoise) the build is this thread's own and nothing waits on it.
-  void* get(std::mutex& mu, uint64_t head, const uint64_t* words, uint32_t n,
-                  uint64_t hash, Build& build, bool shared = true);
+  void* get(std::mutex& mu, uint64_t head, const uint64_t* words, uint32_t n, uint64_t hash,
+            Build& build, bool shared = true);
 
   // Threads waiting for a build in flight. Caller holds the owner's mutex.
   int waiters() const noexcept;

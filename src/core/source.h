@@ -63,8 +63,8 @@ class KernelSource {
   // The cache entry for `key`, built but not published, or nullptr. Called once per key
   // across threads, with no lock held and the GIL not held.
   virtual std::unique_ptr<Entry> build_entry(KernelState& kernel, const InternedOptions& options,
-                                             const Key& key, uint64_t hash,
-                                             const ArgValue* args, const LeafList& leaves) = 0;
+                                             const Key& key, uint64_t hash, const ArgValue* args,
+                                             const LeafList& leaves) = 0;
   // What this source holds of kernel k when no source builds `target`'s entry (for
   // NotInBundleError), or empty.
   virtual std::string nearest_entries(const KernelState&, uint32_t) { return {}; }
@@ -88,8 +88,8 @@ class KernelSource {
   }
   // The configurations left after pruning for f (Autotuner.warmup), each as an id this
   // source gave it (stable for the process), appended to `ids`; false when it cannot.
-  virtual bool pruned_configs(KernelState&, const TuneLayer&, const Frame&,
-                              const InternedOptions&, std::vector<uint64_t>&) {
+  virtual bool pruned_configs(KernelState&, const TuneLayer&, const Frame&, const InternedOptions&,
+                              std::vector<uint64_t>&) {
     return false;
   }
   // The choice of config `id` (from pruned_configs) on options `base`.
@@ -104,9 +104,7 @@ class KernelSource {
     return false;
   }
   // Runs the kernel through Triton's interpreter; false when it cannot.
-  virtual bool interpret(KernelState*, const GridSpec&, const ArgValue*, size_t) {
-    return false;
-  }
+  virtual bool interpret(KernelState*, const GridSpec&, const ArgValue*, size_t) { return false; }
 
   // The process's Python, for the sources that run it: the Python side of initialize(),
   // add_python_path() and runtime_info() (false: no Python), and releasing the GIL for a scope

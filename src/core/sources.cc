@@ -3,8 +3,6 @@
 // recordings and tuned choices are written here only; cache entries in core/compile.cc), with
 // what a program linked to triton_embed::runtime only gets when no source answers.
 
-#include "core/source.h"
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -15,6 +13,7 @@
 #include "core/kernel_state.h"
 #include "core/once.h"
 #include "core/registry.h"
+#include "core/source.h"
 #include "core/target.h"
 
 namespace triton_embed::detail {
@@ -187,7 +186,7 @@ class TuneBuild final : public OncePerKey::Build {
 void register_source(SourceSlot slot, KernelSource* s) {
   KernelSource* expected = nullptr;
   if (!g_sources[static_cast<size_t>(slot)].compare_exchange_strong(expected, s,
-                                                                     std::memory_order_acq_rel)) {
+                                                                    std::memory_order_acq_rel)) {
     TE_ICHECK(expected == s) << "a second kernel source registered itself in one slot (two "
                              << "copies of libtriton_embed.so loaded into one process?)";
   }
@@ -253,8 +252,8 @@ const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& 
     }
   }
   TuneBuild build(k, t, f, key, hash);
-  const auto* c = static_cast<const Choice*>(
-      t.tuning.get(t.mu, 0, key.w, key.n, hash, build, !key.overflow));
+  const auto* c =
+      static_cast<const Choice*>(t.tuning.get(t.mu, 0, key.w, key.n, hash, build, !key.overflow));
   note_choice(t, f, key, current_target_code(), c);  // the target it was tuned for
   return c;
 }

@@ -1,10 +1,11 @@
 // The test hooks of detail/testing.h that need no Python (the rest: src/python/testing.cc).
 
+#include "triton_embed/detail/testing.h"
+
 #include <mutex>
 
 #include "core/kernel_state.h"
 #include "core/specialize.h"
-#include "triton_embed/detail/testing.h"
 
 namespace triton_embed::detail::testing {
 

@@ -142,12 +142,13 @@ std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, 
       e->tma.push_back(t);
     }
   } catch (pyb::error_already_set& err) {
-    TE_THROW(PythonError) << full_name(k) << ": reading Triton's tensor descriptor metadata failed:\n"
+    TE_THROW(PythonError) << full_name(k)
+                          << ": reading Triton's tensor descriptor metadata failed:\n"
                           << py::format_exception(err);
   }
   TE_ICHECK(e->tma.size() == leaves.ndesc)
-      << full_name(k) << ": " << e->tma.size() << " tensor descriptors compiled, "
-      << leaves.ndesc << " passed";
+      << full_name(k) << ": " << e->tma.size() << " tensor descriptors compiled, " << leaves.ndesc
+      << " passed";
   return e;
 }
 

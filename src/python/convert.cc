@@ -29,7 +29,8 @@ pyb::object to_python(const ArgValue& v) {
     case ArgKind::kStr:
       return pyb::str(v.s, v.count);
     case ArgKind::kDType:
-      return pyb::module_::import("triton.language").attr(std::string(dtype_tl_name(v.dtype)).c_str());
+      return pyb::module_::import("triton.language")
+          .attr(std::string(dtype_tl_name(v.dtype)).c_str());
     case ArgKind::kScalar:
       if (dtype_is_float(v.dtype)) return pyb::float_(v.f);
       return v.big ? pyb::reinterpret_steal<pyb::object>(PyLong_FromUnsignedLongLong(v.u))
@@ -69,10 +70,14 @@ namespace {
 
 pyb::object key_to_python(SpecKey key) {
   switch (key) {
-    case SpecKey::kNone: return pyb::none();
-    case SpecKey::kEmpty: return pyb::str("");
-    case SpecKey::kDiv16: return pyb::str("D");
-    case SpecKey::kOne: return pyb::int_(1);
+    case SpecKey::kNone:
+      return pyb::none();
+    case SpecKey::kEmpty:
+      return pyb::str("");
+    case SpecKey::kDiv16:
+      return pyb::str("D");
+    case SpecKey::kOne:
+      return pyb::int_(1);
   }
   return pyb::none();
 }
@@ -213,7 +218,8 @@ bool from_python(KernelState& k, pyb::handle obj, ArgValue& v) {
   }
   if (pyb::isinstance(obj, tl.attr("dtype"))) {
     const DType t = dtype_from_name(pyb::str(obj).cast<std::string>());
-    if (t != DType::invalid && pyb::object(tl.attr(std::string(dtype_tl_name(t)).c_str())).is(obj)) {
+    if (t != DType::invalid &&
+        pyb::object(tl.attr(std::string(dtype_tl_name(t)).c_str())).is(obj)) {
       v.kind = ArgKind::kDType;
       v.dtype = t;
       return true;
@@ -233,10 +239,14 @@ ArgValue keep_object(KernelState& k, pyb::handle obj) {
 
 pyb::object option_to_python(const OptionValue& v) {
   switch (v.kind()) {
-    case OptionValue::Kind::kBool: return pyb::bool_(v.as_bool());
-    case OptionValue::Kind::kInt: return pyb::int_(v.as_int());
-    case OptionValue::Kind::kFloat: return pyb::float_(v.as_float());
-    case OptionValue::Kind::kString: return pyb::str(v.as_string());
+    case OptionValue::Kind::kBool:
+      return pyb::bool_(v.as_bool());
+    case OptionValue::Kind::kInt:
+      return pyb::int_(v.as_int());
+    case OptionValue::Kind::kFloat:
+      return pyb::float_(v.as_float());
+    case OptionValue::Kind::kString:
+      return pyb::str(v.as_string());
   }
   return pyb::none();
 }

@@ -158,7 +158,8 @@ KernelState* python_load_kernel(std::string_view module_sv, std::string_view nam
                             << pyb::str(e.value()).cast<std::string>();
       }
       TE_THROW(PythonError) << "cannot load kernel " << module << "." << name
-                            << ": importing or reading it raised\n" << trace;
+                            << ": importing or reading it raised\n"
+                            << trace;
     }
   }
   if (inner) {

@@ -13,8 +13,8 @@
 #include "core/kernel_state.h"
 #include "core/layers.h"
 #include "core/source.h"
-#include "python/handles.h"
 #include "core/specialize.h"
+#include "python/handles.h"
 #include "triton_embed/runtime.h"
 
 namespace triton_embed::detail {

@@ -3,6 +3,8 @@
 // for warmup, config pre-hooks. Everything here holds the GIL while it touches Python and
 // never waits on one of our mutexes holding it.
 
+#include "core/layers.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -19,7 +21,6 @@
 #include "core/arg_format.h"
 #include "core/errors.h"
 #include "core/kernel_state.h"
-#include "core/layers.h"
 #include "cuda/driver.h"
 #include "cuda/scratch.h"
 #include "python/convert.h"
@@ -115,16 +116,17 @@ TunedConfig tuned_config(pyb::handle info) {
 }
 
 // A Choice for `config` (GIL held): its meta-parameters, and the handle's options plus its own.
-std::unique_ptr<Choice> make_choice(KernelState& k, pyb::handle config, const InternedOptions* base) {
+std::unique_ptr<Choice> make_choice(KernelState& k, pyb::handle config,
+                                    const InternedOptions* base) {
   pyb::tuple info = py::glue().attr("config_info")(config);
   auto c = std::make_unique<Choice>();
   for (pyb::handle kv : pyb::reinterpret_borrow<pyb::list>(info[1])) {
     pyb::tuple e = pyb::reinterpret_borrow<pyb::tuple>(kv);
     const std::string name = e[0].cast<std::string>();
     const int p = find_param_by_name(k, name);
-    TE_CHECK(p >= 0, TypeError) << full_name(k) << ": the autotune config {" << info[0].cast<std::string>()
-                                << "} sets '" << name << "', which is not a parameter of "
-                                << call_signature(k);
+    TE_CHECK(p >= 0, TypeError) << full_name(k) << ": the autotune config {"
+                                << info[0].cast<std::string>() << "} sets '" << name
+                                << "', which is not a parameter of " << call_signature(k);
     ArgValue v;
     if (!py::from_python(k, e[1], v)) v = py::keep_object(k, e[1]);
     c->kwargs.emplace_back(static_cast<uint32_t>(p), v);
@@ -158,7 +160,8 @@ std::unique_ptr<Choice> make_choice(KernelState& k, pyb::handle config, const In
 pyb::object python_grid(KernelState& k, const Frame& f) {
   if (f.grid == nullptr) {
     return pyb::cpp_function([name = full_name(k)](pyb::handle) -> pyb::tuple {
-      throw NotSupportedError(name + ": tuning launches the kernel, which needs a grid: call "
+      throw NotSupportedError(name +
+                              ": tuning launches the kernel, which needs a grid: call "
                               "prepare(grid, args...) or launch on the GPU to tune");
     });
   }
@@ -193,8 +196,8 @@ pyb::object python_grid(KernelState& k, const Frame& f) {
   });
 }
 
-void report_progress(const std::string& kernel, const std::string& key, size_t done,
-                     size_t total, const std::string& best, double best_ms, double elapsed) {
+void report_progress(const std::string& kernel, const std::string& key, size_t done, size_t total,
+                     const std::string& best, double best_ms, double elapsed) {
   TuningProgress p;
   p.kernel = kernel;
   p.key = key;
@@ -205,7 +208,8 @@ void report_progress(const std::string& kernel, const std::string& key, size_t d
   p.elapsed_s = elapsed;
   const char* env = std::getenv("TRITON_EMBED_PRINT_AUTOTUNING");
   if (env != nullptr && *env != '\0' && std::strcmp(env, "0") != 0) {
-    std::fprintf(stderr, "[triton_embed] tuning %s key %s: %zu/%zu configs, best %.4f ms {%s}, %.2f s\n",
+    std::fprintf(stderr,
+                 "[triton_embed] tuning %s key %s: %zu/%zu configs, best %.4f ms {%s}, %.2f s\n",
                  kernel.c_str(), key.c_str(), done, total, best_ms, best.c_str(), elapsed);
   }
   std::function<void(const TuningProgress&)> cb;
@@ -284,8 +288,8 @@ HeuristicValue python_eval_heuristic(KernelState& k, const Heuristic& h, const F
   g_python_calls.fetch_add(1, std::memory_order_relaxed);
   py::ensure_runtime();
   py::InFlight in_flight;
-  TE_CHECK(!py::closed(), PythonError)
-      << full_name(k) << ": cannot run heuristic '" << h.name << "': the Python interpreter has shut down";
+  TE_CHECK(!py::closed(), PythonError) << full_name(k) << ": cannot run heuristic '" << h.name
+                                       << "': the Python interpreter has shut down";
   HeuristicValue out;
   ArgValue& result = out.value;
   std::vector<Dep>& deps = out.deps;
@@ -299,7 +303,8 @@ HeuristicValue python_eval_heuristic(KernelState& k, const Heuristic& h, const F
       auto add = [&](uint32_t p) {
         pyb::str name(k.params[p].name);
         values[name] = arg_object(k, f, p);
-        if (f.vals[p].kind == ArgKind::kPointer || f.vals[p].kind == ArgKind::kPyObject) pointers.add(name);
+        if (f.vals[p].kind == ArgKind::kPointer || f.vals[p].kind == ArgKind::kPyObject)
+          pointers.add(name);
       };
       for (uint32_t p = 0; p < f.npos; ++p) add(p);
       for (uint32_t i = 0; i < f.nkw; ++i) add(f.kw[i]);
@@ -308,11 +313,14 @@ HeuristicValue python_eval_heuristic(KernelState& k, const Heuristic& h, const F
       if (h.option && !r[0].is_none() && !pyb::isinstance<pyb::bool_>(r[0]) &&
           !pyb::isinstance<pyb::int_>(r[0]) && !pyb::isinstance<pyb::float_>(r[0]) &&
           !pyb::isinstance<pyb::str>(r[0])) {
-        TE_THROW(TypeError) << full_name(k) << ": heuristic '" << h.name << "' returned "
-                            << pyb::str(pyb::repr(r[0])).cast<std::string>() << " ("
-                            << pyb::str(pyb::handle(reinterpret_cast<PyObject*>(Py_TYPE(r[0].ptr()))).attr("__name__")).cast<std::string>()
-                            << "), but '" << h.name
-                            << "' is a Triton option: return a bool, int, float, str or None";
+        TE_THROW(TypeError)
+            << full_name(k) << ": heuristic '" << h.name << "' returned "
+            << pyb::str(pyb::repr(r[0])).cast<std::string>() << " ("
+            << pyb::str(
+                   pyb::handle(reinterpret_cast<PyObject*>(Py_TYPE(r[0].ptr()))).attr("__name__"))
+                   .cast<std::string>()
+            << "), but '" << h.name
+            << "' is a Triton option: return a bool, int, float, str or None";
       }
       if (!py::from_python(k, r[0], result)) {
         result = py::keep_object(k, r[0]);
@@ -384,7 +392,8 @@ std::unique_ptr<Choice> python_tune(KernelState& k, const TuneLayer& t, const Fr
       device = static_cast<int>(ctx.device);
       CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
       if (t.num_configs > 1 &&
-          cuda::api().cuStreamIsCapturing(reinterpret_cast<CUstream>(f.stream), &status) == CUDA_SUCCESS &&
+          cuda::api().cuStreamIsCapturing(reinterpret_cast<CUstream>(f.stream), &status) ==
+              CUDA_SUCCESS &&
           status != CU_STREAM_CAPTURE_STATUS_NONE) {
         TE_THROW(NotSupportedError)
             << full_name(k) << ": this call's tuning key has not been tuned, and tuning cannot run "
@@ -411,7 +420,8 @@ std::unique_ptr<Choice> python_tune(KernelState& k, const TuneLayer& t, const Fr
       if (t.num_configs > 1 && tuner.attr("_do_bench").is_none()) {
         TE_CHECK(cuda::api().ok, NoDeviceError)
             << full_name(k) << ": this call's tuning key has not been tuned, and tuning needs a "
-            << "GPU (" << cuda::api().error << "); warmup(args...) compiles every config "
+            << "GPU (" << cuda::api().error
+            << "); warmup(args...) compiles every config "
                "without one";
         TE_CHECK(f.grid != nullptr, NotSupportedError)
             << full_name(k) << ": this call's tuning key has not been tuned, and compile() has no "
@@ -421,14 +431,15 @@ std::unique_ptr<Choice> python_tune(KernelState& k, const TuneLayer& t, const Fr
         made = make_choice(k, pyb::list(tuner.attr("configs"))[0], f.options);
       } else {
         const std::string kernel = full_name(k);
-        pyb::object progress = pyb::cpp_function(
-            [kernel](const std::string& key_str, size_t done, size_t total, const std::string& best,
-                     double best_ms, double elapsed) {
+        pyb::object progress =
+            pyb::cpp_function([kernel](const std::string& key_str, size_t done, size_t total,
+                                       const std::string& best, double best_ms, double elapsed) {
               pyb::gil_scoped_release release;
               report_progress(kernel, key_str, done, total, best, best_ms, elapsed);
             });
         t_scratch_error = nullptr;
-        pyb::tuple r = py::glue().attr("tune")(tuner, args, kwargs, progress, triton_scratch_allocator(k));
+        pyb::tuple r =
+            py::glue().attr("tune")(tuner, args, kwargs, progress, triton_scratch_allocator(k));
         t_scratch_error = nullptr;  // a benchmark that caught it carried on
         made = make_choice(k, r[0], f.options);
         made->result.key = r[1].cast<std::string>();
@@ -436,7 +447,8 @@ std::unique_ptr<Choice> python_tune(KernelState& k, const TuneLayer& t, const Fr
           pyb::tuple e = pyb::reinterpret_borrow<pyb::tuple>(item);
           ConfigTiming ct;
           ct.config = tuned_config(e[0]);
-          for (pyb::handle ms : pyb::reinterpret_borrow<pyb::list>(e[1])) ct.ms.push_back(ms.cast<double>());
+          for (pyb::handle ms : pyb::reinterpret_borrow<pyb::list>(e[1]))
+            ct.ms.push_back(ms.cast<double>());
           made->result.timings.push_back(std::move(ct));
         }
         made->result.from_cache = r[3].cast<bool>();
@@ -465,8 +477,7 @@ std::vector<uint64_t> python_pruned_configs(KernelState& k, const TuneLayer& t, 
     for (const auto& [name, value] : base.options.entries()) {
       kwargs[pyb::str(name)] = py::option_to_python(value);
     }
-    pyb::list configs =
-        py::glue().attr("prune")(pyb::handle(py::tuner(k, t)), args, kwargs);
+    pyb::list configs = py::glue().attr("prune")(pyb::handle(py::tuner(k, t)), args, kwargs);
     for (pyb::handle c : configs) {
       // A config's id is its address: kept alive from here on, so that it never names another.
       py::keep(k, c.ptr(), true);
@@ -503,8 +514,8 @@ std::vector<HookedBlock> python_run_config_pre_hook(KernelState& k, const TuneLa
   try {
     auto [args, kwargs] = frame_args(k, f);
     pyb::handle tuner(py::tuner(k, t));
-    pyb::dict nargs = py::glue().attr("run_config_pre_hook")(
-        pyb::handle(py::config(c)), args, tuner.attr("arg_names"), kwargs);
+    pyb::dict nargs = py::glue().attr("run_config_pre_hook")(pyb::handle(py::config(c)), args,
+                                                             tuner.attr("arg_names"), kwargs);
     // The hook sees descriptors as Python objects made for it: what it did to their block
     // shapes comes back to the launch here.
     for (uint32_t p = 0; p < f.np; ++p) {
@@ -523,7 +534,8 @@ std::vector<HookedBlock> python_run_config_pre_hook(KernelState& k, const TuneLa
     throw_python(k, "the autotune config's pre_hook", e);
   } catch (const pyb::cast_error& e) {
     TE_THROW(TypeError) << full_name(k) << ": the autotune config's pre_hook set a descriptor's "
-                        << "block_shape to something other than a list of ints (" << e.what() << ")";
+                        << "block_shape to something other than a list of ints (" << e.what()
+                        << ")";
   }
   return hooked;
 }

@@ -5,9 +5,10 @@
 // linked to it. Each member runs Python (src/python/*.cc) and answers with plain data; the
 // runtime publishes it.
 
+#include "core/source.h"
+
 #include <Python.h>
 
-#include "core/source.h"
 #include "python/jit_layer.h"
 
 namespace triton_embed::detail {
@@ -19,8 +20,8 @@ class PythonSource final : public KernelSource {
   KernelState* load_kernel(std::string_view module, std::string_view name) override {
     return python_load_kernel(module, name);
   }
-  std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& options,
-                                     const Key& key, uint64_t hash, const ArgValue* args,
+  std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& options, const Key& key,
+                                     uint64_t hash, const ArgValue* args,
                                      const LeafList& leaves) override {
     return python_build_entry(k, options, key, hash, args, leaves);
   }

@@ -79,8 +79,8 @@ void reseal(std::string& f) {
 tb::Contents sample() {
   tb::Contents c;
   c.producer = {"0.1.0", "3.8.0", "test sample"};
-  c.kernels.push_back({"pykernels.vector", "add_kernel", "a1b2c3", "",
-                       std::string("\x01\x02params\0", 9), ""});
+  c.kernels.push_back(
+      {"pykernels.vector", "add_kernel", "a1b2c3", "", std::string("\x01\x02params\0", 9), ""});
   c.kernels.push_back({"pykernels.matmul", "matmul_kernel", "d4e5f6", "autotune", "P1",
                        std::string("L1\0\xff", 4)});
   tb::Entry e0;
@@ -161,7 +161,7 @@ tb::Contents sample() {
   e2.key_words = {};
   e2.hash = "0c0c";
   e2.ptx = "";
-  e2.num_warps = -3;  // any int round-trips
+  e2.num_warps = -3;        // any int round-trips
   c.entries.push_back(e2);  // shares e0's cubin
 
   c.records.push_back({1, 1, {7}, "BLOCK_M=128;BLOCK_N=64"});
@@ -272,8 +272,8 @@ te::BundleError refusal(const std::string& bytes, size_t n) {
 te::BundleError refusal(const std::string& bytes) { return refusal(bytes, bytes.size()); }
 
 const char* reason_name(Reason r) {
-  static constexpr const char* kNames[] = {"kIo",     "kTruncated", "kCorrupt",
-                                           "kForeign", "kTooNew",   "kConflict"};
+  static constexpr const char* kNames[] = {"kIo",      "kTruncated", "kCorrupt",
+                                           "kForeign", "kTooNew",    "kConflict"};
   return kNames[static_cast<int>(r)];
 }
 
@@ -485,8 +485,8 @@ TEST(Bundle, AFlippedBitAnywhereIsRefused) {
       for (int i = 0; i < 7; ++i) {
         const auto [off, ext] = section(f, i);
         if (at >= off && at < off + ext) {
-          names = std::string("section '") + kSectionNames[i] + "' (bytes " +
-                  std::to_string(off) + ".." + std::to_string(off + ext) + "): its CRC-32 is";
+          names = std::string("section '") + kSectionNames[i] + "' (bytes " + std::to_string(off) +
+                  ".." + std::to_string(off + ext) + "): its CRC-32 is";
         }
       }
     }
@@ -535,8 +535,9 @@ TEST(Bundle, ForeignFiles) {
   std::string f = tb::serialize(small());
   f.erase(4, 1);
   EXPECT_EQ(refusal(f).reason(), Reason::kForeign);
-  EXPECT_NE(std::string(refusal(f).what()).find("(its line-ending bytes differ: copied in text "
-                                                "mode?)"),
+  EXPECT_NE(std::string(refusal(f).what())
+                .find("(its line-ending bytes differ: copied in text "
+                      "mode?)"),
             std::string::npos);
 }
 
@@ -618,33 +619,37 @@ TEST(Bundle, StructuralChecks) {
                 std::to_string(rd64(f, 128 + 24)) + " bytes)" + damaged);
   EXPECT_EQ(refused([&](std::string& g) { wr64(g, kernels + 16, ~0ull); }),
             "bundle mem: corrupt: kernel #0 name: bytes 18446744073709551615+1 lie outside the "
-            "strings (" + std::to_string(rd64(f, 128 + 24)) + " bytes)" + damaged);
+            "strings (" +
+                std::to_string(rd64(f, 128 + 24)) + " bytes)" + damaged);
   EXPECT_EQ(refused([&](std::string& g) { wr64(g, entries + 120, 8); }),
             "bundle mem: corrupt: entry #0 ptx: starts at blob offset 8, not a multiple of 256" +
                 damaged);
   EXPECT_EQ(refused([&](std::string& g) { wr64(g, entries + 112, 100000); }),
             "bundle mem: corrupt: entry #0 cubin: bytes 0+100000 lie outside the blobs (259 "
-            "bytes)" + damaged);
+            "bytes)" +
+                damaged);
   EXPECT_EQ(refused([&](std::string& g) { wr64(g, entries + 80, 4); }),
             "bundle mem: corrupt: entry #0 key: words 0+4 lie outside the 3 key words" + damaged);
   EXPECT_EQ(refused([&](std::string& g) { g[entries + 209] = 2; }),
             "bundle mem: corrupt: entry #0 launch_pdl is 2, not 0 or 1" + damaged);
   EXPECT_EQ(refused([&](std::string& g) { wr32(g, tma + 16, 6); }),
             "bundle mem: corrupt: entry #0 TMA record #0: present 1, fp4_padded 0, rank 6 "
-            "(expected 0/1, 0/1, 0..5)" + damaged);
+            "(expected 0/1, 0/1, 0..5)" +
+                damaged);
   EXPECT_EQ(refused([&](std::string& g) { wr64(g, entries + 96, 2); }),
             "bundle mem: corrupt: entry #0 TMA records 0+2 lie outside the 1 records" + damaged);
   EXPECT_EQ(refused([&](std::string& g) { wr32(g, 28, 8); }),
             "bundle mem: corrupt: header size 128, 8 sections of 40 bytes, flags 0x00000000; "
-            "format version 1 has 128, 7 sections of 40 bytes, flags 0" + damaged);
+            "format version 1 has 128, 7 sections of 40 bytes, flags 0" +
+                damaged);
   EXPECT_EQ(refused([&](std::string& g) { wr64(g, 128 + 40 + 8, kTableEnd + 8); }),
-            "bundle mem: corrupt: section 'words' at bytes " + std::to_string(kTableEnd + 8) +
-                "+" + std::to_string(section(f, 1).second) + ": expected to start at byte " +
+            "bundle mem: corrupt: section 'words' at bytes " + std::to_string(kTableEnd + 8) + "+" +
+                std::to_string(section(f, 1).second) + ": expected to start at byte " +
                 std::to_string(section(f, 1).first) + ", 8-byte aligned, within the file's " +
                 std::to_string(f.size()) + " bytes" + damaged);
-  EXPECT_EQ(refused([&](std::string& g) { wr64(g, 128 + 40 * 3 + 24, 50); }),
-            "bundle mem: corrupt: section 'kernels' holds 50 items of 96 bytes in 96 bytes" +
-                damaged);
+  EXPECT_EQ(
+      refused([&](std::string& g) { wr64(g, 128 + 40 * 3 + 24, 50); }),
+      "bundle mem: corrupt: section 'kernels' holds 50 items of 96 bytes in 96 bytes" + damaged);
 }
 
 TEST(Bundle, WriterRejectsABadKernelIndex) {
@@ -825,29 +830,34 @@ TEST(Bundle, MergeConflicts) {
   EXPECT_EQ(merge_error(s, other),
             "bundle B: conflict: kernel pykernels.matmul.matmul_kernel (source hash d4e5f6): its "
             "entry for cuda:100 options 'num_warps=8;num_stages=4;num_ctas=2' key [0x7] is also "
-            "in bundle A, with a different hash (deadbeef here, 77aa0e there)" + advice);
+            "in bundle A, with a different hash (deadbeef here, 77aa0e there)" +
+                advice);
   other = s;
   other.entries[2].cubin[10] ^= 1;
   EXPECT_EQ(merge_error(s, other),
             "bundle B: conflict: kernel pykernels.matmul.matmul_kernel (source hash d4e5f6): its "
             "entry for cuda:90:64 options 'num_warps=2' key [] is also in bundle A, with a "
-            "different cubin" + advice);
+            "different cubin" +
+                advice);
   other = s;
   other.entries[0].tma.push_back({});
   EXPECT_EQ(merge_error(s, other),
             "bundle B: conflict: kernel pykernels.vector.add_kernel (source hash a1b2c3): its "
             "entry for cuda:90 options 'num_warps=4;num_stages=3' key [0x1, 0x2, "
-            "0xffffffffffffffff] is also in bundle A, with a different TMA metadata" + advice);
+            "0xffffffffffffffff] is also in bundle A, with a different TMA metadata" +
+                advice);
   other = s;
   other.kernels[1].params = "P2";
   EXPECT_EQ(merge_error(s, other),
             "bundle B: conflict: kernel pykernels.matmul.matmul_kernel (source hash d4e5f6) is "
-            "also in bundle A, with a different parameter table (params)" + advice);
+            "also in bundle A, with a different parameter table (params)" +
+                advice);
   other = s;
   other.records[0].payload = "BLOCK_M=64";
   EXPECT_EQ(merge_error(s, other),
             "bundle B: conflict: kernel pykernels.matmul.matmul_kernel (source hash d4e5f6): its "
-            "record of kind 1 key [0x7] is also in bundle A, with a different payload" + advice);
+            "record of kind 1 key [0x7] is also in bundle A, with a different payload" +
+                advice);
   // A different source hash is another kernel, not a conflict.
   other = s;
   for (auto& k : other.kernels) k.source_hash += "-v2";
@@ -858,21 +868,23 @@ TEST(Bundle, MergeConflicts) {
 TEST(Bundle, Describe) {
   const std::string bytes = tb::serialize(sample());
   const tb::Bundle b = tb::Bundle::from_memory(bytes.data(), bytes.size(), "sample.teb");
-  EXPECT_EQ(tb::describe(b),
-            "bundle sample.teb: format version 1, " + std::to_string(bytes.size()) + " bytes\n"
-            "  written by triton_embed 0.1.0 (Triton 3.8.0)\n"
-            "  note: test sample\n"
-            "  2 kernels, 3 entries, 2 records\n"
-            "kernel #0 pykernels.vector.add_kernel: source hash a1b2c3\n"
-            "  entry #0 cuda:90 'num_warps=4;num_stages=3': hash 9f2c81aa, key 3 words, signature "
-            "'*fp32,*fp32,*fp32,i32', cubin 1000 bytes, ptx 31 bytes\n"
-            "  1 record\n"
-            "kernel #1 pykernels.matmul.matmul_kernel: source hash d4e5f6, autotune\n"
-            "  entry #1 cuda:100 'num_warps=8;num_stages=4;num_ctas=2': hash 77aa0e, key 1 word, "
-            "signature 'tensordesc<fp16[64, 64]>,i32,i32', cubin 3000 bytes, no ptx\n"
-            "  entry #2 cuda:90:64 'num_warps=2': hash 0c0c, key 0 words, signature "
-            "'*fp32,*fp32,*fp32,i32', cubin 1000 bytes, no ptx\n"
-            "  1 record\n");
+  EXPECT_EQ(
+      tb::describe(b),
+      "bundle sample.teb: format version 1, " + std::to_string(bytes.size()) +
+          " bytes\n"
+          "  written by triton_embed 0.1.0 (Triton 3.8.0)\n"
+          "  note: test sample\n"
+          "  2 kernels, 3 entries, 2 records\n"
+          "kernel #0 pykernels.vector.add_kernel: source hash a1b2c3\n"
+          "  entry #0 cuda:90 'num_warps=4;num_stages=3': hash 9f2c81aa, key 3 words, signature "
+          "'*fp32,*fp32,*fp32,i32', cubin 1000 bytes, ptx 31 bytes\n"
+          "  1 record\n"
+          "kernel #1 pykernels.matmul.matmul_kernel: source hash d4e5f6, autotune\n"
+          "  entry #1 cuda:100 'num_warps=8;num_stages=4;num_ctas=2': hash 77aa0e, key 1 word, "
+          "signature 'tensordesc<fp16[64, 64]>,i32,i32', cubin 3000 bytes, no ptx\n"
+          "  entry #2 cuda:90:64 'num_warps=2': hash 0c0c, key 0 words, signature "
+          "'*fp32,*fp32,*fp32,i32', cubin 1000 bytes, no ptx\n"
+          "  1 record\n");
   EXPECT_EQ(tb::target_text(kSm90), "cuda:90");
   EXPECT_EQ(tb::target_text(kSm90Wave64), "cuda:90:64");
   // Options as the library stores them ("name=<type><value>" lines) read as name=value.

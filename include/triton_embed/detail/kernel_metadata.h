@@ -16,7 +16,7 @@ struct KernelMetadata {
   std::string name;       // the cubin's entry point
   std::string signature;  // the specialised signature, as text
   std::string cubin;
-  std::string ptx;        // empty unless kept
+  std::string ptx;  // empty unless kept
   int num_warps = 4, num_ctas = 1, num_stages = 3;
   int shared = 0;             // bytes of dynamic shared memory
   int num_kernel_params = 0;  // runtime arguments plus Triton's two scratch pointers
