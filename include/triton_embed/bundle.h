@@ -36,7 +36,8 @@
 namespace triton_embed {
 
 /*! \brief Loads the bundle file \p path: its kernels serve launches from now on. The file is
- *  checked whole before anything of it is used; BundleError says what is wrong with it
+ *  checked whole before anything of it is used (its container, then every field and payload:
+ *  docs/bundle_format.md, "What the loader guarantees"); BundleError says what is wrong with it
  *  (missing, truncated, corrupt, not a bundle, a newer format). Bundles stay loaded until the
  *  process ends. \c TRITON_EMBED_BUNDLE (paths separated by ':') loads files the same way
  *  on the first kernel load. */
@@ -46,8 +47,7 @@ TRITON_EMBED_API void load_bundle(const std::string& path);
  *  valid until the process ends (it is not copied). \p name says where it came from in
  *  errors. The CMake function \c triton_embed_embed_bundle(target file) embeds a bundle file
  *  and calls this before \c main(). */
-TRITON_EMBED_API void load_bundle_from_memory(const void* data, size_t size,
-                                              std::string_view name);
+TRITON_EMBED_API void load_bundle_from_memory(const void* data, size_t size, std::string_view name);
 
 /*! \brief Writes the kernels this process compiled (or loaded from bundles) to the bundle
  *  file \p path, atomically (a file that exists is replaced whole, or left as it was).

@@ -95,14 +95,19 @@ class Reader {
     return s;
   }
   // A value; false for a default that needs Python. Strings and nested values are interned
-  // in the kernel's value storage, as the JIT layer interns what it converts.
-  bool value(ArgValue& v) {
+  // in the kernel's value storage, as the JIT layer interns what it converts. Constexprs and
+  // tuples nest at most kMaxValueDepth deep (Triton's own defaults and results nest a few).
+  static constexpr int kMaxValueDepth = 32;
+  bool value(ArgValue& v, int depth = 1) {
     v = ArgValue{};
+    if (depth > kMaxValueDepth) fail("a value nested deeper than 32 tuples or constexprs");
     const uint8_t kind = u8();
     if (kind == kNeedsPython) return false;
     if (kind > static_cast<uint8_t>(ArgKind::kTensorDesc)) fail("unknown value kind");
     v.kind = static_cast<ArgKind>(kind);
-    v.dtype = static_cast<DType>(u8());
+    const uint8_t dtype = u8();
+    if (dtype > static_cast<uint8_t>(DType::fp64)) fail("an unknown dtype");
+    v.dtype = static_cast<DType>(dtype);
     v.big = u8();
     v.flags = u8();
     switch (v.kind) {
@@ -116,7 +121,7 @@ class Reader {
       }
       case ArgKind::kConstexpr: {
         std::vector<ArgValue> inner(1);
-        if (!value(inner[0])) return false;
+        if (!value(inner[0], depth + 1)) return false;
         v.elems = intern(std::move(inner));
         return true;
       }
@@ -125,7 +130,7 @@ class Reader {
         if (v.count > kMaxArgs * 4) fail("a tuple default of implausible length");
         std::vector<ArgValue> elems(v.count);
         for (auto& e : elems) {
-          if (!value(e)) return false;
+          if (!value(e, depth + 1)) return false;
         }
         v.elems = intern(std::move(elems));
         return true;
