@@ -3,7 +3,8 @@
 // the opaque payloads (parameter tables, layers, options, decisions), recomputes every CRC as
 // a writer would, then loads the bundle in a child process and uses what loaded: constructs
 // its kernels, compiles the recorded calls, dry-runs the launch path, writes the process's
-// bundle back. A bundle must be refused at load with BundleError, or serve without a crash
+// bundle back; it also lists the bundle and merges it with itself (what the bundle tool
+// does). A bundle must be refused at load with BundleError, or serve without a crash
 // and without a BundleError later (docs/bundle_format.md, "What the loader guarantees").
 //
 //   bundle_fuzz fuzz SECONDS OUT_DIR SEED.teb...   mutate the seeds for SECONDS; a failing
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "../cpp/bundle_calls.h"
+#include "bundle/format.h"
 
 namespace te = triton_embed;
 
@@ -234,6 +236,15 @@ enum Outcome { kRefused = 10, kServed = 11, kLateBundleError = 12, kUnexpected =
 
 // Loads and uses the bundle; returns an Outcome (the process exits with it).
 int use(const std::vector<uint8_t>& bytes) {
+  namespace tb = te::detail::bundle;
+  // What `triton-embed-bundle list` and `merge` do with it (they read the container only).
+  try {
+    const tb::Bundle b = tb::Bundle::from_memory(bytes.data(), bytes.size(), "fuzzed");
+    const std::string listing = tb::describe(b);
+    const std::string merged = tb::serialize(tb::merge({&b, &b}));
+    if (listing.empty() || merged.empty()) return kUnexpected;
+  } catch (const te::BundleError&) {
+  }
   try {
     te::load_bundle_from_memory(bytes.data(), bytes.size(), "fuzzed");
   } catch (const te::BundleError&) {
