@@ -17,8 +17,8 @@ namespace triton_embed::detail::bundle {
 namespace {
 
 // The layers' and records' own version (as the parameter table's, kernel_table.cc).
-// Layers: 2 added the parameters the autotune configs set.
-constexpr uint8_t kLayersVersion = 2;
+// Layers: 2 added the parameters the autotune configs set; 3 each heuristic's expression.
+constexpr uint8_t kLayersVersion = 3;
 constexpr uint8_t kRecordVersion = 1;
 
 constexpr uint8_t kLayerHeuristics = 0, kLayerAutotune = 1;
@@ -119,6 +119,8 @@ std::string encode_layers(const KernelState& k) {
         w.u8(h->option);
         w.u32(h->param);
         w.u32(h->option_bit);
+        w.bytes(h->expr.empty() ? std::string() : h->expr.encode());
+        w.bytes(h->expr_why);
       }
     } else {
       const TuneLayer& t = *layer->tune;
@@ -157,6 +159,12 @@ void decode_layers(std::string_view bytes, KernelState& k, const std::string& wh
         if (!h->option && (h->param >= np || k.params[h->param].name != h->name)) {
           r.fail("a heuristic for a parameter the kernel does not have");
         }
+        const std::string_view program = r.bytes();
+        std::string why;
+        if (!program.empty() && !expr::Program::decode(program, np, &h->expr, &why)) {
+          corrupt(where, "heuristic '" + h->name + "': its expression: " + why);
+        }
+        h->expr_why = std::string(r.bytes());
         layer->heuristics.push_back(std::move(h));
       }
     } else if (kind == kLayerAutotune) {

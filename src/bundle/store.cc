@@ -16,6 +16,7 @@
 
 #include "bundle/decisions.h"
 #include "bundle/kernel_table.h"
+#include "core/arg_format.h"
 #include "core/cache.h"
 #include "core/compiled_kernel.h"
 #include "core/errors.h"
@@ -169,6 +170,12 @@ void check_entry(const Bundle& b, const ContentsView& c, size_t index, const Ent
       }
     }
   }
+}
+
+std::vector<std::string> param_names(const KernelState& k) {
+  std::vector<std::string> names;
+  for (const auto& p : k.params) names.push_back(p.name);
+  return names;
 }
 
 // Everything in `b`, decoded and checked as its use would: kernels' parameter tables and
@@ -467,6 +474,49 @@ class BundleSource final : public KernelSource {
                     });
     return true;
   }
+  // A heuristic no record holds the result of, computed from its expression (the bundle's
+  // layers carry it) as Python computes it; false when it has none or the evaluator cannot
+  // say (the runtime then raises NotInBundleError). With the JIT layer Python computes it.
+  bool eval_heuristic(KernelState& k, const Heuristic& h, const Frame& f,
+                      HeuristicValue& out) override {
+    if (jit_linked() || h.expr.empty()) return false;
+    uint64_t given[2] = {0, 0};
+    for (uint32_t p = 0; p < f.np && p < 128; ++p) {
+      if (f.given[p] != kAbsent) given[p >> 6] |= uint64_t{1} << (p & 63);
+    }
+    const expr::Result r = expr::evaluate(h.expr, f.vals, f.np, given);
+    const std::string what =
+        full_name(k) + ": heuristic '" + h.name + "' (" + h.expr.str(param_names(k)) + ")";
+    switch (r.fault) {
+      case expr::Fault::kNone:
+        break;
+      case expr::Fault::kUnmodelled:
+        return false;
+      case expr::Fault::kZeroDivision:
+        TE_THROW(ValueError) << what << ": " << r.what << " (Python raises ZeroDivisionError)";
+      case expr::Fault::kTypeError:
+        TE_THROW(TypeError) << what << ": " << r.what << " (Python raises TypeError)";
+      case expr::Fault::kValueError:
+        TE_THROW(ValueError) << what << ": " << r.what << " (Python raises ValueError)";
+      case expr::Fault::kOverflowError:
+        TE_THROW(OverflowError) << what << ": " << r.what << " (Python raises OverflowError)";
+      case expr::Fault::kKeyError:
+        TE_THROW(LookupError) << what << ": " << r.what << " (Python raises KeyError)";
+    }
+    if (!expr::to_arg(r.value, &out.value)) return false;
+    if (out.value.kind == ArgKind::kStr) {
+      // Kept with the kernel: the memo holds it beyond this call.
+      std::lock_guard<std::mutex> lock(k.values_mu);
+      k.value_strings.emplace_back(out.value.s, out.value.count);
+      out.value.s = k.value_strings.back().c_str();
+    }
+    out.deps.clear();
+    for (const expr::Program::Read& read : h.expr.reads()) {
+      out.deps.push_back(Dep{read.param, read.dtype ? Aspect::kDType : Aspect::kValue});
+    }
+    out.memo = true;
+    return true;
+  }
   // Choices for `target`, from the bundles loaded since the last call for it. The JIT layer
   // takes them only for the very kernel and configs they were tuned from, and tunes configs
   // with a pre_hook itself (it must run the hook).
@@ -530,6 +580,25 @@ bool has_entries(KernelState& k) {
 
 }  // namespace
 
+// Says on stderr, once per heuristic in the process, which heuristics a bundle keeps as
+// tables of the values seen only (a program without Python serves just those), and why.
+void note_tables_only(const KernelState& k) {
+  static std::mutex mu;
+  static std::set<const Heuristic*>* said = new std::set<const Heuristic*>();  // never destroyed
+  for (const auto& layer : k.layers) {
+    for (const auto& h : layer->heuristics) {
+      if (!h->expr.empty()) continue;
+      std::lock_guard<std::mutex> lock(mu);
+      if (!said->insert(h.get()).second) continue;
+      std::fprintf(stderr,
+                   "triton_embed: recording %s: heuristic '%s' is kept as the values it gave, not "
+                   "as an expression (%s); a program without Python serves only the arguments "
+                   "recorded\n",
+                   full_name(k).c_str(), h->name.c_str(), h->expr_why.c_str());
+    }
+  }
+}
+
 Contents record() {
   Contents c;
   c.producer.library_version = library_version();
@@ -562,6 +631,7 @@ Contents record() {
       kernel.params = encode_params(k);
       kernel.layers = encode_layers(k);
       c.kernels.push_back(std::move(kernel));
+      note_tables_only(k);
     } else {
       // Another state of the same identity came first: its records go to that kernel.
       for (size_t r = nrecords; r < c.records.size(); ++r) c.records[r].kernel = it->second;

@@ -20,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/expr.h"
 #include "core/internal_api.h"
 #include "core/memo.h"
 #include "core/once.h"
@@ -72,6 +73,12 @@ struct Heuristic {
   // kMaxDecisions keys.
   const HeuristicPlan* recorded_plan = nullptr;
   std::map<std::vector<uint64_t>, ArgValue> recorded;
+  // The heuristic as an expression the runtime evaluates (core/expr.h), translated by the JIT
+  // layer and kept in bundles: a program with no Python computes it for arguments no record
+  // holds. Empty when the function is outside the forms the runtime evaluates; then
+  // `expr_why` names what stopped it.
+  expr::Program expr;
+  std::string expr_why;
 };
 
 // The most heuristic results or tuning decisions a layer keeps for recording into a bundle.

@@ -430,7 +430,11 @@ class _Translator:
         import ast
 
         text = ast.get_source_segment(self.source, node) or type(node).__name__
-        raise NotTranslatable("%s: %s" % (what, text))
+        lines = text.strip().splitlines()
+        text = lines[0] + (" ..." if len(lines) > 1 else "") if lines else type(node).__name__
+        if len(text) > 100:
+            text = text[:96] + " ..."
+        raise NotTranslatable("%s: %s (line %d)" % (what, text, getattr(node, "lineno", 0)))
 
     def translate(self, node):
         import ast
@@ -450,7 +454,8 @@ class _Translator:
                 and isinstance(body[0].value.value, str):
             body = body[1:]  # the docstring
         if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
-            self.stop(node, "a function body other than one return statement")
+            first = next((st for st in body if not isinstance(st, ast.Return)), node)
+            self.stop(first, "a function body other than one return statement")
         return self.expr(body[0].value)
 
     def constant(self, value, node):

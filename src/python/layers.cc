@@ -24,6 +24,7 @@
 #include "cuda/driver.h"
 #include "cuda/scratch.h"
 #include "python/convert.h"
+#include "python/expr_tree.h"
 #include "python/interpreter.h"
 #include "python/jit_layer.h"
 #include "triton_embed/detail/testing.h"
@@ -226,6 +227,8 @@ void report_progress(const std::string& kernel, const std::string& key, size_t d
 
 void load_layers(KernelState& k, void* wrappers_list, py::KernelObjects& objects) {
   pyb::list wrappers = pyb::reinterpret_borrow<pyb::list>(static_cast<PyObject*>(wrappers_list));
+  std::vector<std::string> param_names;
+  for (const auto& p : k.params) param_names.push_back(p.name);
   for (pyb::handle item : wrappers) {
     pyb::tuple w = pyb::reinterpret_borrow<pyb::tuple>(item);
     auto layer = std::make_unique<Layer>();
@@ -250,6 +253,9 @@ void load_layers(KernelState& k, void* wrappers_list, py::KernelObjects& objects
                           : h->name == "maxnreg"    ? kOptMaxnreg
                                                     : kOptOther;
         }
+        // Its expression, for bundles: a program without Python evaluates it for arguments no
+        // record holds (Python keeps computing it here).
+        h->expr = py::heuristic_program(e[1], param_names, &h->expr_why);
         functions.push_back(pyb::handle(e[1]).inc_ref().ptr());
         layer->heuristics.push_back(std::move(h));
       }

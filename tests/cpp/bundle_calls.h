@@ -27,7 +27,8 @@ inline float* const kOut = reinterpret_cast<float*>(uintptr_t{0x30000});
 inline const te::Pointer kHalf(uintptr_t{0x40008}, te::DType::fp16);
 
 // The recorded calls of pykernels.vector.add_kernel, by name.
-inline const te::CompiledKernel& compile_call(const te::JitFunction& add, const std::string& which) {
+inline const te::CompiledKernel& compile_call(const te::JitFunction& add,
+                                              const std::string& which) {
   if (which == "aligned") return add.compile(kX, kY, kOut, 4096, 1024);
   if (which == "n_not_div16") return add.compile(kX, kY, kOut, 1000, 1024);
   if (which == "fp16_unaligned") return add.compile(kHalf, kHalf, kHalf, 4096, 1024);
@@ -47,20 +48,28 @@ struct WrappedCall {
   const char* kernel;
 };
 inline const WrappedCall kWrapped[] = {
-    {"heur_tuned_1000", "fake_heur_tuned_kernel"}, {"heur_tuned_1024", "fake_heur_tuned_kernel"},
-    {"tuned_heur_1000", "fake_tuned_heur_kernel"}, {"tuned_heur_1024", "fake_tuned_heur_kernel"},
-    {"counted_300", "counted_heur_kernel"},        {"counted_2048", "counted_heur_kernel"},
+    {"heur_tuned_1000", "fake_heur_tuned_kernel"},
+    {"heur_tuned_1024", "fake_heur_tuned_kernel"},
+    {"tuned_heur_1000", "fake_tuned_heur_kernel"},
+    {"tuned_heur_1024", "fake_tuned_heur_kernel"},
+    {"counted_300", "counted_heur_kernel"},
+    {"counted_2048", "counted_heur_kernel"},
     {"tuned_neg", "fake_tuned_kernel"},
-    {"tuned_mode_neg", "fake_tuned_mode_kernel"},  {"heur_mode_neg", "heur_mode_kernel"},
+    {"tuned_mode_neg", "fake_tuned_mode_kernel"},
+    {"heur_mode_neg", "heur_mode_kernel"},
+    {"expr_1000", "expr_heur_kernel"},
 };
-inline const te::CompiledKernel& compile_wrapped(const te::JitFunction& k, const std::string& which) {
+inline const te::CompiledKernel& compile_wrapped(const te::JitFunction& k,
+                                                 const std::string& which) {
   using namespace triton_embed::literals;
   if (which == "heur_tuned_1000" || which == "tuned_heur_1000") return k.compile(kX, kOut, 1000);
   if (which == "heur_tuned_1024" || which == "tuned_heur_1024") return k.compile(kX, kOut, 1024);
   if (which == "counted_300") return k.compile(kX, kOut, 300);
+  if (which == "expr_1000") return k.compile(kX, kOut, 1000);
   if (which == "counted_2048") return k.compile(kX, kOut, 2048);
   if (which == "tuned_neg") return k.compile(kX, kOut, 4000, "ACT"_a = "neg");
-  if (which == "tuned_mode_neg" || which == "heur_mode_neg") return k.compile(kX, kOut, 1000, "neg");
+  if (which == "tuned_mode_neg" || which == "heur_mode_neg")
+    return k.compile(kX, kOut, 1000, "neg");
   std::abort();
 }
 

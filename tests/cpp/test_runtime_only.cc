@@ -146,8 +146,8 @@ TEST_F(RuntimeOnlyBundle, RecordedCallsResolveToTheRecordedKernels) {
   }
   // The launch path up to the driver call: a cache hit, the arguments packed as recorded.
   uint64_t slots[8] = {};
-  EXPECT_EQ(te::detail::testing::dry_run(add, slots, te_bundle::kX, te_bundle::kY,
-                                         te_bundle::kOut, 4096, 1024),
+  EXPECT_EQ(te::detail::testing::dry_run(add, slots, te_bundle::kX, te_bundle::kY, te_bundle::kOut,
+                                         4096, 1024),
             4);
   EXPECT_EQ(slots[0], 0x10000u);
   EXPECT_EQ(slots[3], 4096u);
@@ -183,7 +183,7 @@ TEST_F(RuntimeOnlyBundle, WrappedKernelsLaunchFromTheRecordedDecisions) {
   // the kernels the JIT compiled, with no Python to run a heuristic or tune.
   const std::map<std::string, std::string> expected =
       te_bundle::read_hashes(te_bundle::wrapped_hashes_path());
-  ASSERT_EQ(expected.size(), 11u) << te_bundle::wrapped_hashes_path();
+  ASSERT_EQ(expected.size(), 12u) << te_bundle::wrapped_hashes_path();
   for (const te_bundle::WrappedCall& w : te_bundle::kWrapped) {
     const te::JitFunction k("te_tune_kernels", w.kernel);
     EXPECT_EQ(te_bundle::compile_wrapped(k, w.which).hash(), expected.at(w.which)) << w.which;
@@ -223,6 +223,27 @@ TEST_F(RuntimeOnlyBundle, WrappedKernelsLaunchFromTheRecordedDecisions) {
             "arguments is in no kernel bundle; this program links triton_embed::runtime only, "
             "which runs no Python and compiles nothing: link triton_embed::triton_embed to "
             "compile kernels with Triton on first use, or build a kernel bundle that holds it");
+}
+
+// A heuristic that is one of the expressions the runtime evaluates is computed for arguments
+// nobody recorded (as Python computes it): n = 1001 and 777 give BLOCK 1024 and num_warps 4,
+// as n = 1000 did, so the kernel recorded at 1000 serves them. One outside those forms
+// (counted_heur_kernel's: a statement before its return) keeps the recorded values only.
+TEST_F(RuntimeOnlyBundle, HeuristicsNoRecordHoldsComeFromTheirExpressions) {
+  const std::map<std::string, std::string> expected =
+      te_bundle::read_hashes(te_bundle::wrapped_hashes_path());
+  const te::JitFunction k("te_tune_kernels", "expr_heur_kernel");
+  for (int n : {1000, 1001, 777, 513}) {
+    EXPECT_EQ(k.compile(te_bundle::kX, te_bundle::kOut, n).hash(), expected.at("expr_1000")) << n;
+  }
+  uint64_t slots[8] = {};
+  EXPECT_EQ(te::detail::testing::dry_run(k, slots, te_bundle::kX, te_bundle::kOut, 901), 3);
+  EXPECT_EQ(slots[2], 901u);
+  // BLOCK 4096 and num_warps 8: a specialisation the bundle does not hold.
+  const std::string m =
+      message_of<te::NotInBundleError>([&] { k.compile(te_bundle::kX, te_bundle::kOut, 3000); });
+  EXPECT_NE(m.find("te_tune_kernels.expr_heur_kernel"), std::string::npos) << m;
+  EXPECT_EQ(m.find("the value of heuristic"), std::string::npos) << m;
 }
 
 // Bad calls of wrapped kernels raise what the JIT raises (test_autotune's
@@ -270,7 +291,8 @@ TEST_F(RuntimeOnlyPtx, PtxOfAnOlderTargetServesANewerGpu) {
   EXPECT_TRUE(k.cubin().empty());
   EXPECT_NE(k.ptx().find("\n.target sm_80"), std::string_view::npos);
   EXPECT_EQ(said.rfind("triton_embed: pykernels.vector.add_kernel as add_kernel(", 0), 0u) << said;
-  EXPECT_NE(said.find(": bundle " + te_bundle::dir() + "/ptx80.teb has no cubin for cuda:86; using "
+  EXPECT_NE(said.find(": bundle " + te_bundle::dir() +
+                      "/ptx80.teb has no cubin for cuda:86; using "
                       "the PTX of its cuda:80 entry, which the CUDA driver compiles for this GPU "
                       "when the kernel is loaded (add a cuda:86 entry to the bundle to launch "
                       "code built for this GPU; TRITON_EMBED_BUNDLE_PTX=0 refuses PTX instead)\n"),

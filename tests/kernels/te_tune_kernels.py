@@ -499,3 +499,17 @@ class UserBuffer:
 def user_allocator(size, alignment, stream):
     """A Python user's own triton.set_allocator allocator (fake addresses: never used)."""
     return UserBuffer(0x7770000 + size)
+
+
+@triton.heuristics(
+    {
+        "BLOCK": lambda args: triton.next_power_of_2(args["n"]),
+        "num_warps": lambda args: 4 if args["n"] < 2048 else 8,
+    }
+)
+@triton.jit
+def expr_heur_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """out = 3x; its heuristics are expressions a program without Python evaluates."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 3, mask=mask)
