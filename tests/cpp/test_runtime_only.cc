@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 #include <triton_embed/bundle.h>
-#include <triton_embed/detail/testing.h>
 #include <triton_embed/jit.h>
 
 #include <cstdlib>
@@ -15,6 +14,7 @@
 
 #include "argument_error_cases.h"
 #include "bundle_calls.h"
+#include "testing/testing.h"
 
 namespace te = triton_embed;
 
@@ -146,8 +146,8 @@ TEST_F(RuntimeOnlyBundle, RecordedCallsResolveToTheRecordedKernels) {
   }
   // The launch path up to the driver call: a cache hit, the arguments packed as recorded.
   uint64_t slots[8] = {};
-  EXPECT_EQ(te::detail::testing::dry_run(add, slots, te_bundle::kX, te_bundle::kY,
-                                         te_bundle::kOut, 4096, 1024),
+  EXPECT_EQ(te::detail::testing::dry_run(add, slots, te_bundle::kX, te_bundle::kY, te_bundle::kOut,
+                                         4096, 1024),
             4);
   EXPECT_EQ(slots[0], 0x10000u);
   EXPECT_EQ(slots[3], 4096u);
@@ -270,7 +270,8 @@ TEST_F(RuntimeOnlyPtx, PtxOfAnOlderTargetServesANewerGpu) {
   EXPECT_TRUE(k.cubin().empty());
   EXPECT_NE(k.ptx().find("\n.target sm_80"), std::string_view::npos);
   EXPECT_EQ(said.rfind("triton_embed: pykernels.vector.add_kernel as add_kernel(", 0), 0u) << said;
-  EXPECT_NE(said.find(": bundle " + te_bundle::dir() + "/ptx80.teb has no cubin for cuda:86; using "
+  EXPECT_NE(said.find(": bundle " + te_bundle::dir() +
+                      "/ptx80.teb has no cubin for cuda:86; using "
                       "the PTX of its cuda:80 entry, which the CUDA driver compiles for this GPU "
                       "when the kernel is loaded (add a cuda:86 entry to the bundle to launch "
                       "code built for this GPU; TRITON_EMBED_BUNDLE_PTX=0 refuses PTX instead)\n"),
