@@ -2,9 +2,10 @@
 //
 //   launch_bench gpu OUT.json [BUNDLE]
 //                                  every GPU measurement in one process (and, given BUNDLE, a
-//                                  kernel bundle of what it compiled, for bundle_bench): raw cuLaunchKernelEx on
-//                                  the same cubin and arguments, triton_embed with raw pointers
-//                                  and with at::Tensor, named arguments, @triton.heuristics and
+//                                  kernel bundle of what it compiled, for bundle_bench): raw
+//                                  cuLaunchKernelEx on the same cubin and arguments, triton_embed
+//                                  with raw pointers and with at::Tensor, named arguments,
+//                                  @triton.heuristics and
 //                                  @triton.autotune kernels (after tuning), ops through the
 //                                  dispatcher, argument count, two TMA descriptors, thread
 //                                  scaling, memory of the interpreter
@@ -26,6 +27,10 @@
 #include <dlfcn.h>
 #include <sched.h>
 #include <torch/cuda.h>
+#include <triton_embed/bundle.h>
+#include <triton_embed/jit.h>
+#include <triton_embed/ops.h>
+#include <triton_embed/torch.h>
 
 #include <algorithm>
 #include <array>
@@ -43,18 +48,13 @@
 #include <utility>
 #include <vector>
 
-#include <triton_embed/bundle.h>
-#include <triton_embed/detail/testing.h>
-#include <triton_embed/jit.h>
-#include <triton_embed/ops.h>
-#include <triton_embed/torch.h>
-
 #include "bench_common.h"
+#include "testing/testing.h"
 
 namespace te = triton_embed;
+using bench::check;
 using bench::Clock;
 using bench::Driver;
-using bench::check;
 using bench::seconds_since;
 
 namespace {
@@ -113,7 +113,6 @@ std::vector<double> per_call_us(const std::vector<std::function<void()>>& fs, CU
   }
   return medians;
 }
-
 
 long rss_kib() {
   std::ifstream f("/proc/self/status");
@@ -176,13 +175,15 @@ void args_case(Json& out, const Driver& d, CUstream s) {
     bufs.push_back(at::zeros({16}, at::kCUDA));
     p.push_back(bufs.back().data_ptr<float>());
   }
-  auto ours = [&] { launch_n(fn, reinterpret_cast<te::Stream>(s), p, std::make_index_sequence<N>{}); };
+  auto ours = [&] {
+    launch_n(fn, reinterpret_cast<te::Stream>(s), p, std::make_index_sequence<N>{});
+  };
   ours();
   const te::CompiledKernel& k = [&]() -> const te::CompiledKernel& {
     std::array<te::Pointer, N> ptrs;
     for (size_t i = 0; i < N; ++i) ptrs[i] = te::Pointer(p[i], te::DType::fp32);
-    return std::apply([&](const auto&... a) -> const te::CompiledKernel& { return fn.compile(a...); },
-                      ptrs);
+    return std::apply(
+        [&](const auto&... a) -> const te::CompiledKernel& { return fn.compile(a...); }, ptrs);
   }();
   RawKernel raw(d, k);
   std::vector<uint64_t> slots(N + 2, 0);
@@ -192,8 +193,11 @@ void args_case(Json& out, const Driver& d, CUstream s) {
   const std::vector<double> t =
       per_call_us({[&] { raw.launch(d, 1, s, params.data()); }, ours}, s, d);
   const double r = t[0], o = t[1];
-  out.num("args" + std::to_string(N) + "_raw_us", r).num("args" + std::to_string(N) + "_ours_us", o);
-  if (N == 32) paired(out, "args32", [&] { raw.launch(d, 1, s, params.data()); }, ours, s, d);
+  out.num("args" + std::to_string(N) + "_raw_us", r)
+      .num("args" + std::to_string(N) + "_ours_us", o);
+  if (N == 32)
+    paired(
+        out, "args32", [&] { raw.launch(d, 1, s, params.data()); }, ours, s, d);
 }
 
 // The value of meta-parameter `name` in a tuned configuration (Python's repr of an int).
@@ -263,8 +267,10 @@ void layers_case(Json& out, const Driver& d, CUstream s, const float* xp, const 
   auto tuned_grid = [](const te::Meta& m) { return te::Grid(te::cdiv(kN, m["BLOCK"])); };
   const te::CompiledKernel& kt = tuned.prepare(tuned_grid, xp, yp, op, kN);
   const te::TuningResult* tr = tuned.tuning_result(xp, yp, op, kN);
-  if (tr == nullptr) throw std::runtime_error("add_autotune_kernel: no tuning result after prepare()");
-  const unsigned tuned_programs = static_cast<unsigned>(te::cdiv(kN, config_int(tr->best, "BLOCK")));
+  if (tr == nullptr)
+    throw std::runtime_error("add_autotune_kernel: no tuning result after prepare()");
+  const unsigned tuned_programs =
+      static_cast<unsigned>(te::cdiv(kN, config_int(tr->best, "BLOCK")));
   if (kt.num_warps() != tr->best.num_warps) {
     throw std::runtime_error("prepare() gave a kernel of another config than " + tr->best.str);
   }
@@ -278,8 +284,12 @@ void layers_case(Json& out, const Driver& d, CUstream s, const float* xp, const 
   }
   const RawKernel raw_add(d, ka), raw_heur(d, kh), raw_tuned(d, kt);
   int n = static_cast<int>(kN);
-  uint64_t slots[6] = {reinterpret_cast<uint64_t>(xp), reinterpret_cast<uint64_t>(yp),
-                       reinterpret_cast<uint64_t>(op), 0, 0, 0};
+  uint64_t slots[6] = {reinterpret_cast<uint64_t>(xp),
+                       reinterpret_cast<uint64_t>(yp),
+                       reinterpret_cast<uint64_t>(op),
+                       0,
+                       0,
+                       0};
   void* params[6];
   for (int i = 0; i < 6; ++i) params[i] = &slots[i];
   params[3] = &n;
@@ -298,16 +308,21 @@ void layers_case(Json& out, const Driver& d, CUstream s, const float* xp, const 
   out.num("layers_heuristics_raw_us", t[3]).num("layers_heuristics_us", t[4]);
   out.num("layers_autotune_raw_us", t[5]).num("layers_autotune_us", t[6]);
   out.num("layers_autotune_fixed_grid_us", t[7]);
-  paired(out, "named", [&] { raw_add.launch(d, 4, s, params); },
-         [&] { add.launch({4}, ts, xp, yp, op, "n_elements"_a = kN, "BLOCK"_a = kBlock); }, s, d);
-  paired(out, "named_vs_positional", [&] { add.launch({4}, ts, xp, yp, op, kN, kBlock); },
-         [&] { add.launch({4}, ts, xp, yp, op, "n_elements"_a = kN, "BLOCK"_a = kBlock); }, s, d);
-  paired(out, "heuristics", [&] { raw_heur.launch(d, 4, s, params); },
-         [&] { heur.launch({4}, ts, xp, yp, op, kN, kBlock); }, s, d);
-  paired(out, "autotune", [&] { raw_tuned.launch(d, tuned_programs, s, params); },
-         [&] { tuned.launch(tuned_grid, ts, xp, yp, op, kN); }, s, d);
-  paired(out, "autotune_fixed_grid", [&] { raw_tuned.launch(d, tuned_programs, s, params); },
-         [&] { tuned.launch({tuned_programs}, ts, xp, yp, op, kN); }, s, d);
+  paired(
+      out, "named", [&] { raw_add.launch(d, 4, s, params); },
+      [&] { add.launch({4}, ts, xp, yp, op, "n_elements"_a = kN, "BLOCK"_a = kBlock); }, s, d);
+  paired(
+      out, "named_vs_positional", [&] { add.launch({4}, ts, xp, yp, op, kN, kBlock); },
+      [&] { add.launch({4}, ts, xp, yp, op, "n_elements"_a = kN, "BLOCK"_a = kBlock); }, s, d);
+  paired(
+      out, "heuristics", [&] { raw_heur.launch(d, 4, s, params); },
+      [&] { heur.launch({4}, ts, xp, yp, op, kN, kBlock); }, s, d);
+  paired(
+      out, "autotune", [&] { raw_tuned.launch(d, tuned_programs, s, params); },
+      [&] { tuned.launch(tuned_grid, ts, xp, yp, op, kN); }, s, d);
+  paired(
+      out, "autotune_fixed_grid", [&] { raw_tuned.launch(d, tuned_programs, s, params); },
+      [&] { tuned.launch({tuned_programs}, ts, xp, yp, op, kN); }, s, d);
   out.str("layers_autotune_best", tr->best.str);
 }
 
@@ -334,20 +349,19 @@ void tma_case(Json& out, const Driver& d, CUstream s) {
   int64_t strides[2] = {N, 1};
   uint64_t scratch[2] = {0, 0};
   // Per descriptor, as Triton's launcher: the map by value, the shape (i32), the strides (i64).
-  void* params[] = {map_src, &shape[0], &shape[1], &strides[0], &strides[1],
-                    map_dst, &shape[0], &shape[1], &strides[0], &strides[1],
-                    &scratch[0], &scratch[1]};
+  void* params[] = {map_src,   &shape[0], &shape[1],   &strides[0], &strides[1], map_dst,
+                    &shape[0], &shape[1], &strides[0], &strides[1], &scratch[0], &scratch[1]};
   y.zero_();
   raw.launch(d, programs, s, params);
   check(d.stream_synchronize(s), "cuStreamSynchronize");
   if (!at::equal(x, y)) throw std::runtime_error("tma_copy: the raw launch's copy differs");
-  const std::vector<double> t = per_call_us(
-      {[&] { raw.launch(d, programs, s, params); },
-       [&] { fn.launch({programs}, ts, src, dst, BM, N); }},
-      s, d);
+  const std::vector<double> t = per_call_us({[&] { raw.launch(d, programs, s, params); },
+                                             [&] { fn.launch({programs}, ts, src, dst, BM, N); }},
+                                            s, d);
   out.num("tma_raw_us", t[0]).num("tma_ours_us", t[1]);
-  paired(out, "tma", [&] { raw.launch(d, programs, s, params); },
-         [&] { fn.launch({programs}, ts, src, dst, BM, N); }, s, d);
+  paired(
+      out, "tma", [&] { raw.launch(d, programs, s, params); },
+      [&] { fn.launch({programs}, ts, src, dst, BM, N); }, s, d);
 }
 
 // Aggregate launches per second of `threads` threads, each on its own stream.
@@ -368,8 +382,12 @@ double threads_rate(int threads, bool raw_path, const Driver& d, const RawKernel
       const float* yp = y.data_ptr<float>();
       float* op = o.data_ptr<float>();
       int n = static_cast<int>(kN);
-      uint64_t slots[6] = {reinterpret_cast<uint64_t>(xp), reinterpret_cast<uint64_t>(yp),
-                           reinterpret_cast<uint64_t>(op), static_cast<uint64_t>(n), 0, 0};
+      uint64_t slots[6] = {reinterpret_cast<uint64_t>(xp),
+                           reinterpret_cast<uint64_t>(yp),
+                           reinterpret_cast<uint64_t>(op),
+                           static_cast<uint64_t>(n),
+                           0,
+                           0};
       void* params[6];
       for (int i = 0; i < 6; ++i) params[i] = &slots[i];
       params[3] = &n;
@@ -440,18 +458,20 @@ int run_gpu(const char* out_path, const char* bundle_path) {
   const te::CompiledKernel& k = add.compile(xp, yp, op, kN, kBlock);
   RawKernel raw(d, k);
   int n = static_cast<int>(kN);
-  uint64_t slots[6] = {reinterpret_cast<uint64_t>(xp), reinterpret_cast<uint64_t>(yp),
-                       reinterpret_cast<uint64_t>(op), 0, 0, 0};
+  uint64_t slots[6] = {reinterpret_cast<uint64_t>(xp),
+                       reinterpret_cast<uint64_t>(yp),
+                       reinterpret_cast<uint64_t>(op),
+                       0,
+                       0,
+                       0};
   void* params[6];
   for (int i = 0; i < 6; ++i) params[i] = &slots[i];
   params[3] = &n;
   const te::Stream ts = reinterpret_cast<te::Stream>(s);
 
   const std::vector<double> t = per_call_us(
-      {[&] { raw.launch(d, 4, s, params); },
-       [&] { add.launch({4}, ts, xp, yp, op, kN, kBlock); },
-       [&] { te::launch(add, {4}, x, y, o, kN, kBlock); },
-       [&] { (void)te::ops::add(x, y); },
+      {[&] { raw.launch(d, 4, s, params); }, [&] { add.launch({4}, ts, xp, yp, op, kN, kBlock); },
+       [&] { te::launch(add, {4}, x, y, o, kN, kBlock); }, [&] { (void)te::ops::add(x, y); },
        [&] { (void)at::add(x, y); }},
       s, d);
   out.num("raw_us", t[0]).num("ours_pointers_us", t[1]).num("ours_tensors_us", t[2]);
@@ -464,10 +484,12 @@ int run_gpu(const char* out_path, const char* bundle_path) {
         per_call_us({[&] { check(d.ctx_get_current(&c), "cuCtxGetCurrent"); }}, s, d);
     out.num("cu_ctx_get_current_us", tc[0]);
   }
-  paired(out, "pointers", [&] { raw.launch(d, 4, s, params); },
-         [&] { add.launch({4}, ts, xp, yp, op, kN, kBlock); }, s, d);
-  paired(out, "tensors", [&] { raw.launch(d, 4, s, params); },
-         [&] { te::launch(add, {4}, x, y, o, kN, kBlock); }, s, d);
+  paired(
+      out, "pointers", [&] { raw.launch(d, 4, s, params); },
+      [&] { add.launch({4}, ts, xp, yp, op, kN, kBlock); }, s, d);
+  paired(
+      out, "tensors", [&] { raw.launch(d, 4, s, params); },
+      [&] { te::launch(add, {4}, x, y, o, kN, kBlock); }, s, d);
   // A second handle to the same kernel: its first launch is an in-memory cache hit.
   {
     const te::JitFunction again("pykernels.vector", "add_kernel");
@@ -529,8 +551,8 @@ int run_first_launch() {
 // ---- host-path (CPU) ----------------------------------------------------------------------
 
 // The measured loop; callgrind collects inside this function only.
-__attribute__((noinline)) void host_path_loop(const te::JitFunction& add, long calls,
-                                              float* x, float* y, float* o) {
+__attribute__((noinline)) void host_path_loop(const te::JitFunction& add, long calls, float* x,
+                                              float* y, float* o) {
   uint64_t slots[8];
   for (long i = 0; i < calls; ++i) {
     te::detail::testing::dry_run(add, slots, x, y, o, kN, kBlock);
@@ -547,7 +569,7 @@ int run_host_path(long calls) {
   float* o = reinterpret_cast<float*>(uintptr_t{0x30000});
   uint64_t slots[8];
   te::detail::testing::dry_run(add, slots, x, y, o, kN, kBlock);  // compile (or disk hit)
-  host_path_loop(add, 1000, x, y, o);                              // warm
+  host_path_loop(add, 1000, x, y, o);                             // warm
   const auto t0 = Clock::now();
   host_path_loop(add, calls, x, y, o);
   Json out;
@@ -565,7 +587,8 @@ int main(int argc, char** argv) {
     if (mode == "gpu" && argc > 2) return run_gpu(argv[2], argc > 3 ? argv[3] : nullptr);
     if (mode == "first-launch") return run_first_launch();
     if (mode == "host-path" && argc > 2) return run_host_path(std::atol(argv[2]));
-    std::fprintf(stderr, "usage: %s gpu OUT.json [BUNDLE] | first-launch | host-path CALLS\n", argv[0]);
+    std::fprintf(stderr, "usage: %s gpu OUT.json [BUNDLE] | first-launch | host-path CALLS\n",
+                 argv[0]);
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -13,7 +13,6 @@
 #include "core/tensor_map.h"
 #include "cuda/driver.h"
 #include "cuda/scratch.h"
-#include "triton_embed/detail/testing.h"
 
 namespace triton_embed {
 
@@ -23,11 +22,11 @@ void throw_arg_count(const KernelState& k, size_t nargs) {
   const size_t np = k.params.size();
   if (k.min_args == np) {
     TE_THROW(TypeError) << call_signature(k) << ": expected " << np << " argument"
-                         << (np == 1 ? "" : "s") << ", got " << nargs;
+                        << (np == 1 ? "" : "s") << ", got " << nargs;
   }
   TE_THROW(TypeError) << call_signature(k) << ": expected " << k.min_args << " to " << np
-                       << " arguments (the last " << np - k.min_args
-                       << " have defaults), got " << nargs;
+                      << " arguments (the last " << np - k.min_args << " have defaults), got "
+                      << nargs;
 }
 
 namespace {
@@ -41,8 +40,8 @@ struct Bound {
   uint64_t hash;
 };
 
-inline void bind(KernelState& k, const InternedOptions* options, const ArgValue* args,
-                 size_t nargs, uint32_t target, Bound& b) {
+inline void bind(KernelState& k, const InternedOptions* options, const ArgValue* args, size_t nargs,
+                 uint32_t target, Bound& b) {
   b.args = with_defaults(k, args, nargs, b.buf);
   specialize(k, b.args, b.leaves);
   build_key(k, b.leaves, b.key);
@@ -176,31 +175,33 @@ constexpr int kSharedMemoryModeAllowOversized = 3;
 
 }  // namespace
 
-void launch_entry(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx,
-                  const GridSpec& grid, Stream stream, const ArgValue* args, uint64_t* slots,
-                  void** params, uint32_t np) {
+void launch_entry(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx, const GridSpec& grid,
+                  Stream stream, const ArgValue* args, uint64_t* slots, void** params,
+                  uint32_t np) {
   KernelState& k = *kernel;
   void* fn = e->function_for(ctx.ctx);
   if (TE_UNLIKELY(fn == nullptr)) fn = load_function(k, *e, ctx);
 
-  const Grid g = grid.fn != nullptr ? grid.fn(grid.ctx, Meta(kernel, args, k.params.size()))
-                                    : grid.fixed;
+  const Grid g =
+      grid.fn != nullptr ? grid.fn(grid.ctx, Meta(kernel, args, k.params.size())) : grid.fixed;
   check_grid(k, g, e->num_ctas);
   if (g.x == 0 || g.y == 0 || g.z == 0) return;  // Triton launches nothing for an empty grid
 
   Scratch global_scratch, profile_scratch;
   // At most 2^31 * 65535 * 65535 programs: the product fits 64 bits; the byte count may not.
   const uint64_t programs = static_cast<uint64_t>(g.x) * g.y * g.z * e->num_ctas;
-  slots[np] = e->global_scratch_size == 0
-                  ? 0
-                  : global_scratch.allocate(k, false, scratch_bytes(k, programs, e->global_scratch_size),
-                                            e->global_scratch_align, stream);
+  slots[np] =
+      e->global_scratch_size == 0
+          ? 0
+          : global_scratch.allocate(k, false, scratch_bytes(k, programs, e->global_scratch_size),
+                                    e->global_scratch_align, stream);
   params[np] = &slots[np];
   ++np;
-  slots[np] = e->profile_scratch_size == 0
-                  ? 0
-                  : profile_scratch.allocate(k, true, scratch_bytes(k, programs, e->profile_scratch_size),
-                                             e->profile_scratch_align, stream);
+  slots[np] =
+      e->profile_scratch_size == 0
+          ? 0
+          : profile_scratch.allocate(k, true, scratch_bytes(k, programs, e->profile_scratch_size),
+                                     e->profile_scratch_align, stream);
   params[np] = &slots[np];
   ++np;
 
@@ -339,8 +340,8 @@ const CompiledKernel& compile(KernelState* kernel, const InternedOptions* option
   }
   const uint32_t target = current_target_code();
   if (target == 0) {
-    TE_THROW(NoDeviceError) << "compiling " << full_name(k)
-                            << ": no target: no GPU is usable (" << cuda::api().error
+    TE_THROW(NoDeviceError) << "compiling " << full_name(k) << ": no target: no GPU is usable ("
+                            << cuda::api().error
                             << ") and no explicit target is set. Set TRITON_EMBED_TARGET (e.g. "
                                "cuda:90) or call triton_embed::set_target().";
   }
@@ -361,8 +362,9 @@ const CompiledKernel& prepare_kernel(KernelState* kernel, const InternedOptions*
   return *e->kernel;
 }
 
-// The compiled kernel the calling thread's last dry run resolved (testing::last_dry_run_kernel).
-__attribute__((tls_model("initial-exec"))) thread_local const CompiledKernel* t_dry_run_kernel = nullptr;
+// The compiled kernel the calling thread's last dry run resolved (last_dry_run_kernel()).
+__attribute__((tls_model("initial-exec"))) thread_local const CompiledKernel* t_dry_run_kernel =
+    nullptr;
 
 void note_dry_run(const Entry* e) noexcept { t_dry_run_kernel = e->kernel.get(); }
 
@@ -380,58 +382,18 @@ int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const
   uint64_t slots[kMaxLeaves + 2];
   uint32_t np = 0;
   Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np);
-  if (TE_UNLIKELY(e == nullptr)) return general_path(kernel, options, target, args, nargs, nullptr, slots_out);
+  if (TE_UNLIKELY(e == nullptr))
+    return general_path(kernel, options, target, args, nargs, nullptr, slots_out);
   note_dry_run(e);
   if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
   return static_cast<int>(np);
 }
 
-namespace testing {
-
 const CompiledKernel* last_dry_run_kernel() noexcept { return t_dry_run_kernel; }
 
-void check_grid(KernelState* kernel, const Grid& grid, uint32_t num_ctas) {
-  detail::check_grid(*kernel, grid, num_ctas);
+void check_launch_grid(const KernelState& kernel, const Grid& grid, uint32_t num_ctas) {
+  check_grid(kernel, grid, num_ctas);
 }
-
-std::vector<uint64_t> key_words(KernelState* kernel, const ArgValue* args, size_t nargs) {
-  KernelState& k = *kernel;
-  Bound b;
-  b.args = with_defaults(k, args, nargs, b.buf);
-  specialize(k, b.args, b.leaves);
-  build_key(k, b.leaves, b.key);
-  return std::vector<uint64_t>(b.key.w, b.key.w + b.key.n);
-}
-
-int fast_path_agrees(KernelState* kernel, const ArgValue* args, size_t nargs) {
-  KernelState& k = *kernel;
-  Bound fast;
-  uint64_t fast_slots[kMaxLeaves + 2];
-  uint32_t fast_n = 0;
-  fast.args = with_defaults(k, args, nargs, fast.buf);
-  const bool took = fast_key_and_pack(k, fast.args, fast.key, fast_slots, &fast_n);
-  Bound slow;
-  slow.args = with_defaults(k, args, nargs, slow.buf);
-  specialize(k, slow.args, slow.leaves);
-  build_key(k, slow.leaves, slow.key);
-  uint64_t slow_slots[kMaxLeaves + 2];
-  uint32_t slow_n = 0;
-  for (uint32_t i = 0; i < slow.leaves.n; ++i) {  // the one-pass path declines descriptors
-    const Leaf& l = slow.leaves.leaves[i];
-    if (l.kind == LeafKind::kScalar || l.kind == LeafKind::kPointer) {
-      slow_slots[slow_n++] = pack_leaf(k, l);
-    }
-  }
-  if (!took) return -1;
-  return fast.key.n == slow.key.n &&
-                 std::memcmp(fast.key.w, slow.key.w, slow.key.n * sizeof(uint64_t)) == 0 &&
-                 fast_n == slow_n &&
-                 std::memcmp(fast_slots, slow_slots, slow_n * sizeof(uint64_t)) == 0
-             ? 1
-             : 0;
-}
-
-}  // namespace testing
 
 }  // namespace detail
 

@@ -16,7 +16,6 @@
 #include "core/specialize.h"
 #include "core/target.h"
 #include "cuda/driver.h"
-#include "triton_embed/detail/testing.h"
 
 namespace triton_embed::detail {
 
@@ -894,10 +893,8 @@ int dry_run_call(KernelState* kernel, const InternedOptions* options, const Call
   return w.dry;
 }
 
-namespace testing {
 void set_call_memo(bool on) { g_call_memo_on.store(on, std::memory_order_relaxed); }
 uint64_t call_memo_hits() { return g_call_memo_hits.load(std::memory_order_relaxed); }
-}  // namespace testing
 
 void interpret_call(KernelState* kernel, const GridSpec& grid, const CallArgs& call) {
   Walk w{*kernel, inner_of(kernel)};

@@ -240,10 +240,15 @@ void note_choice(TuneLayer& t, const Frame& f, const MemoKey& key, uint32_t targ
 // The memo key of a heuristic: exactly what its plan says it read.
 TE_INTERNAL_API void heuristic_memo_key(const HeuristicPlan& plan, const Frame& f, MemoKey& key);
 
-// The launch path of a layered call up to the driver call (host_path_dry_run of the inner
-// kernel after the layers): the CPU benchmark's and tests' view of it.
-TRITON_EMBED_API int dry_run_call(KernelState* kernel, const InternedOptions* options,
-                                  const CallArgs& call, uint64_t* slots_out);
+// Dry runs: the launch path up to the driver call, for a compile-only target (an explicit
+// target is required), which the CPU benchmark and the tests measure through src/testing/.
+// host_path_dry_run (src/core/launch.cc) takes a positional call; dry_run_call a layered or
+// named one (host_path_dry_run of the inner kernel after the layers). Both return the number
+// of packed kernel parameters on a cache hit, -(n + 1) after a miss (which compiled).
+TE_INTERNAL_API int host_path_dry_run(KernelState* kernel, const InternedOptions* options,
+                                      const ArgValue* args, size_t nargs, uint64_t* slots_out);
+TE_INTERNAL_API int dry_run_call(KernelState* kernel, const InternedOptions* options,
+                                 const CallArgs& call, uint64_t* slots_out);
 
 // Binds a call into a frame (positional, then named; Python's binder errors as TypeError).
 void bind_frame(const KernelState& k, const CallArgs& call, Frame& f);
@@ -263,8 +268,20 @@ namespace triton_embed::detail {
 
 struct Entry;
 
-// Records the entry a dry run resolved (testing::last_dry_run_kernel).
+// Records the entry a dry run resolved; last_dry_run_kernel() reads it back (the calling
+// thread's last).
 void note_dry_run(const Entry* e) noexcept;
+TE_INTERNAL_API const CompiledKernel* last_dry_run_kernel() noexcept;
+
+// Whether launches and dry runs of wrapped kernels use the memo of whole positional calls
+// (default on; the tests compare both), and how many dry runs it resolved.
+TE_INTERNAL_API void set_call_memo(bool on);
+TE_INTERNAL_API uint64_t call_memo_hits();
+
+// What a launch raises before the driver call for `grid` (OverflowError, ValueError), or
+// nothing: the launch path's own check, out of line for the tests.
+TE_INTERNAL_API void check_launch_grid(const KernelState& kernel, const Grid& grid,
+                                       uint32_t num_ctas);
 
 // The launch of cache entry `e` of plain kernel `kernel` (src/core/launch.cc): params[0, np)
 // point at its packed runtime arguments; slots[np], slots[np + 1] and params[np],

@@ -11,6 +11,8 @@
 #include <mutex>
 #include <vector>
 
+#include "core/internal_api.h"
+
 namespace triton_embed::detail {
 
 class OncePerKey {
@@ -36,7 +38,7 @@ class OncePerKey {
             Build& build, bool shared = true);
 
   // Threads waiting for a build in flight. Caller holds the owner's mutex.
-  int waiters() const noexcept;
+  TE_INTERNAL_API int waiters() const noexcept;
 
  private:
   struct Pending;

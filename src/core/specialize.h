@@ -12,14 +12,21 @@
 #include <cstdint>
 #include <string>
 
-#include "core/internal_api.h"
 #include "core/cache.h"
+#include "core/internal_api.h"
 #include "core/kernel_state.h"
 #include "triton_embed/detail/arg_value.h"
 
 namespace triton_embed::detail {
 
-enum class LeafKind : uint8_t { kConstexpr, kScalar, kPointer, kTupleBegin, kTupleEnd, kTensorDesc };
+enum class LeafKind : uint8_t {
+  kConstexpr,
+  kScalar,
+  kPointer,
+  kTupleBegin,
+  kTupleEnd,
+  kTensorDesc
+};
 
 // The specialisation "key" Triton pairs with a type.
 enum class SpecKey : uint8_t {
@@ -31,12 +38,12 @@ enum class SpecKey : uint8_t {
 
 struct Leaf {
   LeafKind kind;
-  DType dtype;        // kScalar: the type; kPointer: the element type
+  DType dtype;  // kScalar: the type; kPointer: the element type
   SpecKey key;
-  uint8_t is_const;   // kPointer: "*k" prefix
-  uint32_t count;     // kTupleBegin: number of elements; kTensorDesc: rank and block shape
-                      // (check_descriptor's word)
-  uint32_t param;     // index of the parameter the leaf belongs to
+  uint8_t is_const;       // kPointer: "*k" prefix
+  uint32_t count;         // kTupleBegin: number of elements; kTensorDesc: rank and block shape
+                          // (check_descriptor's word)
+  uint32_t param;         // index of the parameter the leaf belongs to
   const ArgValue* value;  // the value (constexpr leaves: the constant)
 };
 
@@ -51,15 +58,15 @@ struct LeafList {
 TE_INTERNAL_API void specialize(const KernelState& kernel, const ArgValue* args, LeafList& out);
 
 // Writes the cache key words for the leaves (the caller sets target and options).
-void build_key(const KernelState& kernel, const LeafList& leaves, Key& key);
+TE_INTERNAL_API void build_key(const KernelState& kernel, const LeafList& leaves, Key& key);
 
 // The common case in one pass: when every parameter is unannotated and every value a
 // pointer, integer, bool, float or a constexpr of a few words, writes the key words
 // specialize() + build_key() would write (the caller sets target and options) and the
 // packed runtime values (pack_leaf()'s patterns), and returns true. Otherwise returns false
 // and the caller takes the general path, which also raises the errors.
-bool fast_key_and_pack(const KernelState& kernel, const ArgValue* args, Key& key, uint64_t* slots,
-                       uint32_t* nslots);
+TE_INTERNAL_API bool fast_key_and_pack(const KernelState& kernel, const ArgValue* args, Key& key,
+                                       uint64_t* slots, uint32_t* nslots);
 // The same for the first n parameters only (a positional call of a wrapped kernel, before
 // its layers set the rest).
 bool fast_key_and_pack_first(const KernelState& kernel, const ArgValue* args, size_t n, Key& key,
@@ -69,7 +76,7 @@ bool fast_key_and_pack_first(const KernelState& kernel, const ArgValue* args, si
 // converts the Python value: integers sign- or zero-extended, fp16 rounded to nearest even,
 // bf16 truncated from fp32, fp32/fp64 IEEE bits, pointers as addresses. The kernel reads the
 // low bytes of its parameter's size.
-uint64_t pack_leaf(const KernelState& kernel, const Leaf& leaf);
+TE_INTERNAL_API uint64_t pack_leaf(const KernelState& kernel, const Leaf& leaf);
 
 // ValueError: argument `param` is host memory (a CPU tensor) on a GPU launch.
 [[noreturn]] void throw_host_memory(const KernelState& kernel, uint32_t param);
@@ -79,6 +86,6 @@ TE_INTERNAL_API std::string leaf_type_name(const Leaf& leaf);
 
 // Double to IEEE half bits exactly as CPython's PyFloat_Pack2 (round half to even); false
 // when the value overflows fp16 (Python raises OverflowError there).
-bool double_to_half_bits(double value, uint16_t* bits);
+TE_INTERNAL_API bool double_to_half_bits(double value, uint16_t* bits);
 
 }  // namespace triton_embed::detail

@@ -6,9 +6,9 @@
 
 #include "core/arg_format.h"
 #include "core/errors.h"
+#include "core/tensor_map_encode.h"
 #include "core/triton_versions.h"
 #include "cuda/driver.h"
-#include "triton_embed/detail/testing.h"
 
 namespace triton_embed {
 
@@ -22,8 +22,8 @@ void check_lists(size_t shape, size_t strides, size_t block) {
   TE_CHECK(shape >= 1 && shape <= TensorDescriptor::kMaxRank, ValueError)
       << "TensorDescriptor: the rank must be 1 to 5, got a shape of " << shape << " dimensions";
   TE_CHECK(strides == shape && block == shape, ValueError)
-      << "TensorDescriptor: shape, strides and block_shape must have the same length, got "
-      << shape << ", " << strides << " and " << block;
+      << "TensorDescriptor: shape, strides and block_shape must have the same length, got " << shape
+      << ", " << strides << " and " << block;
 }
 
 }  // namespace
@@ -45,7 +45,11 @@ TensorDescriptor::TensorDescriptor(uint64_t base, DType dtype, int rank, const i
 }
 
 TensorDescriptor::TensorDescriptor(const TensorDescriptor& o)
-    : base_(o.base_), dtype_(o.dtype_), rank_(o.rank_), padding_(o.padding_), tf32_(o.tf32_),
+    : base_(o.base_),
+      dtype_(o.dtype_),
+      rank_(o.rank_),
+      padding_(o.padding_),
+      tf32_(o.tf32_),
       flags_(o.flags_) {
   std::memcpy(shape_, o.shape_, sizeof(shape_));
   std::memcpy(strides_, o.strides_, sizeof(strides_));
@@ -99,7 +103,7 @@ namespace detail {
 namespace {
 
 std::atomic<uint64_t> g_encodes{0};
-std::atomic<testing::TensorMapEncoder> g_encoder{nullptr};
+std::atomic<TensorMapEncoder> g_encoder{nullptr};
 
 bool is_power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
@@ -119,10 +123,14 @@ std::string dims_str(const int64_t* v, int n) {
 // (TMA_DTYPE_DEVICE_TO_HOST in Triton's driver.py); 11 is TF32.
 int host_tma_type(int device_type) {
   switch (device_type) {
-    case 8: return 10;
-    case 9: return 8;
-    case 10: return 9;
-    default: return device_type;
+    case 8:
+      return 10;
+    case 9:
+      return 8;
+    case 10:
+      return 9;
+    default:
+      return device_type;
   }
 }
 constexpr int kTmaTf32 = 11;
@@ -157,8 +165,8 @@ uint32_t check_fields(const KernelState& k, uint32_t param, const TensorDescript
   const int64_t elem = dtype_size(t);
   // TensorDescriptor.__post_init__'s rules, in its order.
   TE_CHECK(d.base() % 16 == 0, ValueError)
-      << arg_where(k, param) << ": the tensor descriptor's base address 0x" << std::hex
-      << d.base() << std::dec << " is not 16-byte aligned (Triton: base must be 16-byte aligned)";
+      << arg_where(k, param) << ": the tensor descriptor's base address 0x" << std::hex << d.base()
+      << std::dec << " is not 16-byte aligned (Triton: base must be 16-byte aligned)";
   int64_t numel = 1;
   uint32_t count = static_cast<uint32_t>(rank);
   for (int i = 0; i < rank; ++i) {
@@ -169,8 +177,7 @@ uint32_t check_fields(const KernelState& k, uint32_t param, const TensorDescript
     numel *= b;
     TE_CHECK(numel <= kMaxBlockNumel, ValueError)
         << arg_where(k, param) << ": block_shape " << dims_str(d.block_shape(), rank)
-        << " has more than " << kMaxBlockNumel
-        << " elements (Triton's maximum tensor numel)";
+        << " has more than " << kMaxBlockNumel << " elements (Triton's maximum tensor numel)";
     count |= static_cast<uint32_t>(log2_of(b)) << (3 + 5 * i);
   }
   for (int i = 0; i + 1 < rank; ++i) {
@@ -196,11 +203,11 @@ uint32_t check_fields(const KernelState& k, uint32_t param, const TensorDescript
       << dtype_name(t);
   if (d.round_f32_to_tf32()) {
     TE_CHECK(triton_versions::descriptor_round_f32_to_tf32(k.triton_version), NotSupportedError)
-        << arg_where(k, param) << ": round_f32_to_tf32 needs Triton 3.7 or newer (installed: "
-        << k.triton_version / 100 << "." << k.triton_version % 100 << ")";
+        << arg_where(k, param)
+        << ": round_f32_to_tf32 needs Triton 3.7 or newer (installed: " << k.triton_version / 100
+        << "." << k.triton_version % 100 << ")";
     TE_CHECK(t == DType::fp32, ValueError)
-        << arg_where(k, param) << ": round_f32_to_tf32 needs an fp32 tensor, got "
-        << dtype_name(t);
+        << arg_where(k, param) << ": round_f32_to_tf32 needs an fp32 tensor, got " << dtype_name(t);
   }
   return count;
 }
@@ -246,7 +253,7 @@ void encode(const KernelState& k, uint32_t param, const TensorDescriptor& d, con
   // fill_tma_descriptor(_tiled) of Triton's driver.c: dimensions innermost first, strides in
   // bytes (rank - 1 of them), the box from the kernel's metadata, element strides 1, no
   // interleave, the kernel's swizzle, 128-byte L2 promotion, NaN fill for padding="nan".
-  testing::TensorMapEncodeCall c;
+  TensorMapEncodeCall c;
   const int rank = d.rank();
   c.rank = static_cast<uint32_t>(rank);
   c.address = d.base();
@@ -267,7 +274,7 @@ void encode(const KernelState& k, uint32_t param, const TensorDescriptor& d, con
   c.oob_fill = d.padding() == Padding::kNan ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
                                             : CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE;
   g_encodes.fetch_add(1, std::memory_order_relaxed);
-  if (testing::TensorMapEncoder hook = g_encoder.load(std::memory_order_acquire)) {
+  if (TensorMapEncoder hook = g_encoder.load(std::memory_order_acquire)) {
     hook(c, out);
     return;
   }
@@ -279,7 +286,8 @@ void encode(const KernelState& k, uint32_t param, const TensorDescriptor& d, con
       reinterpret_cast<CUtensorMap*>(out), static_cast<CUtensorMapDataType>(c.data_type), c.rank,
       reinterpret_cast<void*>(static_cast<uintptr_t>(c.address)), c.dims, c.strides, c.box,
       c.element_strides, static_cast<CUtensorMapInterleave>(c.interleave),
-      static_cast<CUtensorMapSwizzle>(c.swizzle), static_cast<CUtensorMapL2promotion>(c.l2_promotion),
+      static_cast<CUtensorMapSwizzle>(c.swizzle),
+      static_cast<CUtensorMapL2promotion>(c.l2_promotion),
       static_cast<CUtensorMapFloatOOBfill>(c.oob_fill));
   if (r != CUDA_SUCCESS) {
     cuda::throw_error(r, "cuTensorMapEncodeTiled",
@@ -372,15 +380,11 @@ uint32_t pack_descriptor(const KernelState& k, uint32_t param, const TensorDescr
   return n;
 }
 
-namespace testing {
-
 void set_tensor_map_encoder(TensorMapEncoder encoder) {
   g_encoder.store(encoder, std::memory_order_release);
 }
 
 uint64_t tensor_map_encodes() { return g_encodes.load(std::memory_order_relaxed); }
-
-}  // namespace testing
 
 }  // namespace detail
 }  // namespace triton_embed

@@ -15,10 +15,11 @@ pybind11::object to_python(const ArgValue& v);
 
 // The specialisation list JITFunction's binder would return: one (type, key) per parameter,
 // nested tuples for tuple arguments.
-pybind11::list specialization_to_python(const KernelState& kernel, const LeafList& leaves);
+TE_INTERNAL_API pybind11::list specialization_to_python(const KernelState& kernel,
+                                                        const LeafList& leaves);
 
 // The bound arguments, one Python value per parameter.
-pybind11::list args_to_python(const KernelState& kernel, const ArgValue* args);
+TE_INTERNAL_API pybind11::list args_to_python(const KernelState& kernel, const ArgValue* args);
 
 // The other way: a Python value (None, bool, int, float, str, tl.dtype, tl.constexpr and
 // tuples of them) as an ArgValue whose storage the kernel keeps (strings interned once).

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/internal_api.h"
 #include "triton_embed/runtime.h"
 
 namespace triton_embed::detail::py {
@@ -21,7 +22,7 @@ namespace triton_embed::detail::py {
 namespace pyb = pybind11;
 
 // Starts or joins the interpreter (idempotent, thread-safe). Throws PythonError.
-void ensure_runtime(const RuntimeOptions* options = nullptr);
+TE_INTERNAL_API void ensure_runtime(const RuntimeOptions* options = nullptr);
 
 // True once the interpreter is shutting down: nothing may call into Python any more.
 bool closed() noexcept;
@@ -59,7 +60,7 @@ class InFlight {
 };
 
 // The glue module (GIL held).
-pyb::handle glue();
+TE_INTERNAL_API pyb::handle glue();
 
 // Triton's version as (major, minor).
 int triton_major();

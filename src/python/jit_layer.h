@@ -50,6 +50,9 @@ namespace triton_embed::detail::py {
 // src/python/interpreter.cc: the Python side of initialize(), add_python_path() and
 // runtime_info() (runtime.h).
 void initialize(const RuntimeOptions& options);
+// How many times a wrapped kernel's layers ran Python (heuristics, tuning, pruning, config
+// pre-hooks) in this process (src/python/layers.cc; read by src/testing/).
+TE_INTERNAL_API long layer_python_calls();
 void add_python_path(std::string_view dir);
 RuntimeInfo runtime_info();
 

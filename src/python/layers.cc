@@ -27,7 +27,6 @@
 #include "python/expr_tree.h"
 #include "python/interpreter.h"
 #include "python/jit_layer.h"
-#include "triton_embed/detail/testing.h"
 
 namespace triton_embed {
 
@@ -548,9 +547,9 @@ std::vector<HookedBlock> python_run_config_pre_hook(KernelState& k, const TuneLa
 
 }  // namespace detail
 
-namespace detail::testing {
+namespace detail::py {
 long layer_python_calls() { return g_python_calls.load(std::memory_order_relaxed); }
-}  // namespace detail::testing
+}  // namespace detail::py
 
 void set_tuning_callback(std::function<void(const TuningProgress&)> cb) {
   std::lock_guard<std::mutex> lock(detail::callback_mu());

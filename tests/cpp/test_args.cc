@@ -1,6 +1,7 @@
 // args.h, dtype.h, grid.h, options.h, runtime.h (Target): how C++ values become arguments.
 
 #include <gtest/gtest.h>
+#include <triton_embed/jit.h>
 
 #include <cstdint>
 #include <limits>
@@ -8,8 +9,7 @@
 #include <string>
 #include <tuple>
 
-#include <triton_embed/detail/testing.h>
-#include <triton_embed/jit.h>
+#include "testing/testing.h"
 
 namespace te = triton_embed;
 using te::detail::ArgKind;
@@ -33,7 +33,8 @@ TEST(ArgTraits, IntegersKeepTheirValue) {
   EXPECT_EQ(one(int16_t{32767}).i, 32767);
   EXPECT_EQ(one(-5).i, -5);
   EXPECT_EQ(one(uint8_t{255}).i, 255);
-  EXPECT_EQ(one(int64_t{std::numeric_limits<int64_t>::min()}).i, std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(one(int64_t{std::numeric_limits<int64_t>::min()}).i,
+            std::numeric_limits<int64_t>::min());
   EXPECT_EQ(one(uint32_t{4000000000u}).i, 4000000000);
   const ArgValue small = one(uint64_t{5});
   EXPECT_EQ(small.big, 0);
@@ -103,7 +104,8 @@ TEST(ArgTraits, ForcedScalars) {
   EXPECT_EQ(one(te::i64(5)).i, 5);
   EXPECT_EQ(one(te::i32(-7)).i, -7);
   EXPECT_EQ(one(te::u64(std::numeric_limits<uint64_t>::max())).big, 1);
-  EXPECT_EQ(one(te::u64(std::numeric_limits<uint64_t>::max())).u, std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(one(te::u64(std::numeric_limits<uint64_t>::max())).u,
+            std::numeric_limits<uint64_t>::max());
   EXPECT_EQ(one(te::fp64(1.5)).dtype, te::DType::fp64);
   EXPECT_EQ(one(te::fp64(1.5)).f, 1.5);
   EXPECT_EQ(one(te::fp16(0.5)).dtype, te::DType::fp16);
@@ -188,7 +190,8 @@ TEST(Options, SortedReplacedAndPrinted) {
   EXPECT_TRUE(o == same);
   EXPECT_EQ(te::detail::intern_options(o), te::detail::intern_options(same));
   EXPECT_NE(te::detail::intern_options(o), te::detail::intern_options(te::Options()));
-  EXPECT_EQ(te::detail::intern_options(te::Options())->id, te::detail::intern_options(te::Options())->id);
+  EXPECT_EQ(te::detail::intern_options(te::Options())->id,
+            te::detail::intern_options(te::Options())->id);
   try {
     te::Options().set("", 1);
     FAIL() << "expected ValueError";

@@ -3,6 +3,9 @@
 // what they read changes, and autotuned kernels pick the configuration Python's Autotuner
 // picks (with a benchmark function that returns known timings without launching).
 
+#include <triton_embed/allocator.h>
+#include <triton_embed/jit.h>
+
 #include <atomic>
 #include <cstring>
 #include <functional>
@@ -13,12 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include <triton_embed/allocator.h>
-#include <triton_embed/detail/testing.h>
-#include <triton_embed/jit.h>
-
 #include "argument_error_cases.h"
 #include "test_support.h"
+#include "testing/testing.h"
 
 namespace te = triton_embed;
 namespace py = pybind11;
@@ -43,7 +43,8 @@ class Autotune : public ::testing::Test {
                          const std::string& kwargs = "{}") {
     te_test::Gil gil;
     return py::module_::import("te_helpers")
-        .attr("warmup_hashes")("te_tune_kernels", kernel, te_test::eval(args), te_test::eval(kwargs));
+        .attr("warmup_hashes")("te_tune_kernels", kernel, te_test::eval(args),
+                               te_test::eval(kwargs));
   }
   static std::string warm_hash(const char* kernel, const std::string& args,
                                const std::string& kwargs = "{}") {
@@ -64,25 +65,33 @@ class Autotune : public ::testing::Test {
 
 TEST_F(Autotune, NamedArgumentsBindAsPythonKeywords) {
   te::JitFunction scale("te_tune_kernels", "scale_kernel");
-  const std::string py_add = warm_hash(
-      "scale_kernel", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 1000, 2.0, 128)",
-      "{'MODE': 'add'}");
+  const std::string py_add =
+      warm_hash("scale_kernel", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 1000, 2.0, 128)",
+                "{'MODE': 'add'}");
   // A defaulted constexpr by name, a positional one by name, names in another order, and a
   // name built at run time: all the same kernel as Python's keywords.
-  EXPECT_EQ(scale.compile(at<float>(0x10000), at<float>(0x20000), 1000, 2.0, 128, "MODE"_a = "add").hash(), py_add);
-  EXPECT_EQ(scale.compile(at<float>(0x10000), at<float>(0x20000), 1000, 2.0, "MODE"_a = "add",
-                          "BLOCK"_a = 128).hash(), py_add);
+  EXPECT_EQ(scale.compile(at<float>(0x10000), at<float>(0x20000), 1000, 2.0, 128, "MODE"_a = "add")
+                .hash(),
+            py_add);
+  EXPECT_EQ(scale
+                .compile(at<float>(0x10000), at<float>(0x20000), 1000, 2.0, "MODE"_a = "add",
+                         "BLOCK"_a = 128)
+                .hash(),
+            py_add);
   const std::string block_name = std::string("BL") + "OCK";
-  EXPECT_EQ(scale.compile(at<float>(0x10000), "out_ptr"_a = at<float>(0x20000), "n"_a = 1000,
-                          "scale"_a = 2.0, te::arg(block_name) = 128, "MODE"_a = std::string("add")).hash(),
+  EXPECT_EQ(scale
+                .compile(at<float>(0x10000), "out_ptr"_a = at<float>(0x20000), "n"_a = 1000,
+                         "scale"_a = 2.0, te::arg(block_name) = 128, "MODE"_a = std::string("add"))
+                .hash(),
             py_add);
   // Named and positional calls of the same specialisation share one cache entry.
   const size_t entries = te::detail::testing::cache_size(scale);
   scale.compile(at<float>(0x10000), at<float>(0x20000), 1000, 2.0, 128, "add");
   EXPECT_EQ(te::detail::testing::cache_size(scale), entries);
   // The default still applies when the name is left out.
-  EXPECT_EQ(scale.compile(at<float>(0x10000), at<float>(0x20000), 1000, 2.0, "BLOCK"_a = 128).hash(),
-            warm_hash("scale_kernel", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 1000, 2.0, 128)"));
+  EXPECT_EQ(
+      scale.compile(at<float>(0x10000), at<float>(0x20000), 1000, 2.0, "BLOCK"_a = 128).hash(),
+      warm_hash("scale_kernel", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 1000, 2.0, 128)"));
 }
 
 TEST_F(Autotune, NamedArgumentErrorsAreTypedAsInPython) {
@@ -100,13 +109,17 @@ TEST_F(Autotune, NamedArgumentErrorsAreTypedAsInPython) {
     scale.compile(at<float>(0x10000), at<float>(0x20000), 10, 2.0, 128, "MOD"_a = "add");
     ADD_FAILURE() << "expected LookupError";
   } catch (const te::LookupError& e) {
-    EXPECT_EQ(std::string(e.what()), std::string(sig) + ": got an unexpected named argument 'MOD'; "
-                                                        "the parameters are the names in the signature");
+    EXPECT_EQ(std::string(e.what()), std::string(sig) +
+                                         ": got an unexpected named argument 'MOD'; "
+                                         "the parameters are the names in the signature");
   }
   expect([&] { scale.compile(at<float>(0x10000), at<float>(0x20000), 10, 2.0, 128, "n"_a = 5); },
          "got multiple values for argument 'n' (#2): by position and by name");
-  expect([&] { scale.compile(at<float>(0x10000), at<float>(0x20000), 10, "BLOCK"_a = 1, "BLOCK"_a = 2); },
-         "got multiple values for argument 'BLOCK' (#4): named twice");
+  expect(
+      [&] {
+        scale.compile(at<float>(0x10000), at<float>(0x20000), 10, "BLOCK"_a = 1, "BLOCK"_a = 2);
+      },
+      "got multiple values for argument 'BLOCK' (#4): named twice");
   expect([&] { scale.compile(at<float>(0x10000), "n"_a = 10); },
          "missing 3 required arguments: 'out_ptr', 'scale' and 'BLOCK'");
   expect([&] { scale.compile(at<float>(0x10000), at<float>(0x20000), 10, 2.0, "MODE"_a = "add"); },
@@ -116,9 +129,10 @@ TEST_F(Autotune, NamedArgumentErrorsAreTypedAsInPython) {
     ADD_FAILURE() << "expected NotSupportedError";
   } catch (const te::NotSupportedError& e) {
     EXPECT_EQ(std::string(e.what()),
-              std::string(sig) + ": got an unexpected named argument 'num_warps': it is a Triton "
-                                 "option, not a parameter; set it with "
-                                 "with_options(triton_embed::Options().num_warps(...))");
+              std::string(sig) +
+                  ": got an unexpected named argument 'num_warps': it is a Triton "
+                  "option, not a parameter; set it with "
+                  "with_options(triton_embed::Options().num_warps(...))");
   }
 }
 
@@ -126,10 +140,11 @@ TEST_F(Autotune, NamedArgumentErrorsAreTypedAsInPython) {
 // in Python, no tuning (no benchmark, no progress), and Python's own call fails before
 // completing a benchmark. The same calls runtime-only: test_runtime_only.cc.
 TEST_F(Autotune, ArgumentErrorsComeBeforeAnyLayerRuns) {
-  py_exec("te_tune_kernels.FAKE_BENCH_CALLS.clear()\n"
-          "te_tune_kernels.MODE_HEUR_CALLS.clear()\n"
-          "from te_helpers import call_error\n"
-          "X, O = P(0x10000, 'float32'), P(0x30000, 'float32')");
+  py_exec(
+      "te_tune_kernels.FAKE_BENCH_CALLS.clear()\n"
+      "te_tune_kernels.MODE_HEUR_CALLS.clear()\n"
+      "from te_helpers import call_error\n"
+      "X, O = P(0x10000, 'float32'), P(0x30000, 'float32')");
   int progress = 0;
   te::set_tuning_callback([&](const te::TuningProgress&) { ++progress; });
   const te::JitFunction tuned("te_tune_kernels", "fake_tuned_mode_kernel");
@@ -166,7 +181,8 @@ TEST_F(Autotune, NamedLaunchesOfAPlainKernelAgreeWithPositionalOnes) {
   te::JitFunction scale("te_tune_kernels", "scale_kernel");
   namespace tt = te::detail::testing;
   uint64_t want[16] = {}, got[16] = {};
-  const int n = tt::dry_run(scale, want, at<float>(0x10000), at<float>(0x20000), 1000, 2.0, 128, "add");
+  const int n =
+      tt::dry_run(scale, want, at<float>(0x10000), at<float>(0x20000), 1000, 2.0, 128, "add");
   ASSERT_GT(n, 0);
   const te::CompiledKernel* kernel = tt::last_dry_run_kernel();
   const auto same = [&](int m, const char* what) {
@@ -177,9 +193,11 @@ TEST_F(Autotune, NamedLaunchesOfAPlainKernelAgreeWithPositionalOnes) {
   };
   const std::string block_name = std::string("BL") + "OCK";
   same(tt::dry_run(scale, got, at<float>(0x10000), at<float>(0x20000), 1000, 2.0, "BLOCK"_a = 128,
-                   "MODE"_a = "add"), "in order");
+                   "MODE"_a = "add"),
+       "in order");
   same(tt::dry_run(scale, got, at<float>(0x10000), at<float>(0x20000), 1000, 2.0, "MODE"_a = "add",
-                   "BLOCK"_a = 128), "reversed");
+                   "BLOCK"_a = 128),
+       "reversed");
   same(tt::dry_run(scale, got, "MODE"_a = "add", "n"_a = 1000, "x_ptr"_a = at<float>(0x10000),
                    "BLOCK"_a = 128, "scale"_a = 2.0, "out_ptr"_a = at<float>(0x20000)),
        "all named, shuffled");
@@ -187,7 +205,8 @@ TEST_F(Autotune, NamedLaunchesOfAPlainKernelAgreeWithPositionalOnes) {
   ASSERT_EQ(tt::dry_run(scale, want, at<float>(0x10000), at<float>(0x20000), 1000, 2.0, 128), n);
   kernel = tt::last_dry_run_kernel();
   same(tt::dry_run(scale, got, at<float>(0x10000), "scale"_a = 2.0, te::arg(block_name) = 128,
-                   "out_ptr"_a = at<float>(0x20000), "n"_a = 1000), "run-time name, default MODE");
+                   "out_ptr"_a = at<float>(0x20000), "n"_a = 1000),
+       "run-time name, default MODE");
   // Each bad call raises what compile() raises, type and message.
   const auto agree = [&](const char* what, auto&& via_compile, auto&& via_launch) {
     std::string a = "no error", b = "no error";
@@ -209,15 +228,19 @@ TEST_F(Autotune, NamedLaunchesOfAPlainKernelAgreeWithPositionalOnes) {
     EXPECT_TRUE(ta != nullptr && tb != nullptr && *ta == *tb) << what << ": " << b;
     EXPECT_EQ(b, a) << what;
   };
-#define TE_AGREE(what, ...)                                                              \
-  agree(what, [&] { scale.compile(__VA_ARGS__); }, [&] { tt::dry_run(scale, got, __VA_ARGS__); })
+#define TE_AGREE(what, ...) \
+  agree(                    \
+      what, [&] { scale.compile(__VA_ARGS__); }, [&] { tt::dry_run(scale, got, __VA_ARGS__); })
   TE_AGREE("unknown name", at<float>(0x10000), at<float>(0x20000), 10, 2.0, 128, "MOD"_a = "add");
-  TE_AGREE("by position and by name", at<float>(0x10000), at<float>(0x20000), 10, 2.0, 128, "n"_a = 5);
+  TE_AGREE("by position and by name", at<float>(0x10000), at<float>(0x20000), 10, 2.0, 128,
+           "n"_a = 5);
   TE_AGREE("named twice", at<float>(0x10000), at<float>(0x20000), 10, "BLOCK"_a = 1, "BLOCK"_a = 2);
   TE_AGREE("missing three", at<float>(0x10000), "n"_a = 10);
   TE_AGREE("missing one", at<float>(0x10000), at<float>(0x20000), 10, 2.0, "MODE"_a = "add");
-  TE_AGREE("option by name", at<float>(0x10000), at<float>(0x20000), 10, 2.0, 64, "num_warps"_a = 8);
-  TE_AGREE("same length, other name", at<float>(0x10000), at<float>(0x20000), 10, 2.0, "BLOCX"_a = 64);
+  TE_AGREE("option by name", at<float>(0x10000), at<float>(0x20000), 10, 2.0, 64,
+           "num_warps"_a = 8);
+  TE_AGREE("same length, other name", at<float>(0x10000), at<float>(0x20000), 10, 2.0,
+           "BLOCX"_a = 64);
   TE_AGREE("all positional and one named", at<float>(0x10000), at<float>(0x20000), 10, 2.0, 64,
            "add", "MODE"_a = "add");
 #undef TE_AGREE
@@ -229,15 +252,21 @@ TEST_F(Autotune, HeuristicsGivePythonsValuesAndHash) {
   te::JitFunction heur("te_tune_kernels", "heur_kernel");
   for (int n : {1, 7, 100, 1000, 4096}) {
     SCOPED_TRACE(n);
-    const std::string args = "(P(0x10000, 'float32'), P(0x20000, 'float32'), " + std::to_string(n) + ")";
-    EXPECT_EQ(heur.compile(at<float>(0x10000), at<float>(0x20000), n).hash(), warm_hash("heur_kernel", args));
+    const std::string args =
+        "(P(0x10000, 'float32'), P(0x20000, 'float32'), " + std::to_string(n) + ")";
+    EXPECT_EQ(heur.compile(at<float>(0x10000), at<float>(0x20000), n).hash(),
+              warm_hash("heur_kernel", args));
   }
   // A heuristic that reads a pointer's dtype keys on that dtype.
   te::JitFunction dt("te_tune_kernels", "heur_dtype_kernel");
-  EXPECT_EQ(dt.compile(te::Pointer(0x10000, te::DType::fp16), te::Pointer(0x20000, te::DType::fp16), 64, 64).hash(),
-            warm_hash("heur_dtype_kernel", "(P(0x10000, 'float16'), P(0x20000, 'float16'), 64, 64)"));
-  EXPECT_EQ(dt.compile(at<float>(0x10000), at<float>(0x20000), 64, 64).hash(),
-            warm_hash("heur_dtype_kernel", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 64, 64)"));
+  EXPECT_EQ(
+      dt.compile(te::Pointer(0x10000, te::DType::fp16), te::Pointer(0x20000, te::DType::fp16), 64,
+                 64)
+          .hash(),
+      warm_hash("heur_dtype_kernel", "(P(0x10000, 'float16'), P(0x20000, 'float16'), 64, 64)"));
+  EXPECT_EQ(
+      dt.compile(at<float>(0x10000), at<float>(0x20000), 64, 64).hash(),
+      warm_hash("heur_dtype_kernel", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 64, 64)"));
 }
 
 TEST_F(Autotune, HeuristicsThatSetTritonOptions) {
@@ -250,7 +279,8 @@ TEST_F(Autotune, HeuristicsThatSetTritonOptions) {
   };
   for (const Case c : {Case{4096, 8}, Case{100, 2}, Case{1000, 4}, Case{4096, 8}, Case{100, 2}}) {
     SCOPED_TRACE(c.n);
-    const std::string args = "(P(0x10000, 'float32'), P(0x20000, 'float32'), " + std::to_string(c.n) + ")";
+    const std::string args =
+        "(P(0x10000, 'float32'), P(0x20000, 'float32'), " + std::to_string(c.n) + ")";
     const te::CompiledKernel& k = heur.compile(at<float>(0x10000), at<float>(0x20000), c.n);
     EXPECT_EQ(k.num_warps(), c.warps);
     EXPECT_EQ(k.num_stages(), 2);
@@ -267,18 +297,20 @@ TEST_F(Autotune, HeuristicsThatSetTritonOptions) {
     (void)over.compile(at<float>(0x10000), at<float>(0x20000), 100);
     ADD_FAILURE() << "expected TypeError";
   } catch (const te::TypeError& e) {
-    EXPECT_STREQ(e.what(), "heur_options_over_tuner_kernel(x_ptr, out_ptr, n, BLOCK): got multiple "
-                           "values for keyword argument 'num_warps': a @triton.heuristics outside "
-                           "the autotuner sets it, and so does every autotune config");
+    EXPECT_STREQ(e.what(),
+                 "heur_options_over_tuner_kernel(x_ptr, out_ptr, n, BLOCK): got multiple "
+                 "values for keyword argument 'num_warps': a @triton.heuristics outside "
+                 "the autotuner sets it, and so does every autotune config");
   }
   te::JitFunction bad("te_tune_kernels", "heur_bad_option_kernel");
   try {
     (void)bad.compile(at<float>(0x10000), at<float>(0x20000), 100, 64);
     ADD_FAILURE() << "expected TypeError";
   } catch (const te::TypeError& e) {
-    EXPECT_STREQ(e.what(), "te_tune_kernels.heur_bad_option_kernel: heuristic 'num_warps' returned "
-                           "[4] (list), but 'num_warps' is a Triton option: "
-                           "return a bool, int, float, str or None");
+    EXPECT_STREQ(e.what(),
+                 "te_tune_kernels.heur_bad_option_kernel: heuristic 'num_warps' returned "
+                 "[4] (list), but 'num_warps' is a Triton option: "
+                 "return a bool, int, float, str or None");
   }
 }
 
@@ -326,8 +358,10 @@ TEST_F(Autotune, WholeCallMemoAgreesWithTheLayers) {
     o.hash = tt::last_dry_run_kernel()->hash();
     return o;
   };
-  te::JitFunction heur("te_tune_kernels", "heur_kernel"), dtype("te_tune_kernels", "heur_dtype_kernel"),
-      options("te_tune_kernels", "heur_options_kernel"), tuned("te_tune_kernels", "fake_tuned_kernel"),
+  te::JitFunction heur("te_tune_kernels", "heur_kernel"),
+      dtype("te_tune_kernels", "heur_dtype_kernel"),
+      options("te_tune_kernels", "heur_options_kernel"),
+      tuned("te_tune_kernels", "fake_tuned_kernel"),
       heur_tuned("te_tune_kernels", "fake_heur_tuned_kernel"),
       tuned_heur("te_tune_kernels", "fake_tuned_heur_kernel"),
       branchy("te_tune_kernels", "branchy_heur_kernel");
@@ -337,26 +371,108 @@ TEST_F(Autotune, WholeCallMemoAgreesWithTheLayers) {
     bool memoised;  // a repeat resolves through the memo
   };
   const std::vector<Case> cases = {
-      {"heur n=300", [&](uint64_t* s) { return tt::dry_run(heur, s, at<float>(0x10000), at<float>(0x20000), 300); }, true},
-      {"heur n=301 unaligned", [&](uint64_t* s) { return tt::dry_run(heur, s, at<float>(0x10004), at<float>(0x20000), 301); }, true},
-      {"heur n=2048", [&](uint64_t* s) { return tt::dry_run(heur, s, at<float>(0x10000), at<float>(0x20000), 2048); }, true},
-      {"heur n=300 again, other pointers", [&](uint64_t* s) { return tt::dry_run(heur, s, at<float>(0x50000), at<float>(0x60000), 300); }, true},
-      {"dtype fp16", [&](uint64_t* s) { return tt::dry_run(dtype, s, te::Pointer(0x10000, te::DType::fp16), te::Pointer(0x20000, te::DType::fp16), 64, 64); }, true},
-      {"dtype bf16", [&](uint64_t* s) { return tt::dry_run(dtype, s, te::Pointer(0x10000, te::DType::bf16), te::Pointer(0x20000, te::DType::fp16), 64, 64); }, true},
-      {"options n=100", [&](uint64_t* s) { return tt::dry_run(options, s, at<float>(0x10000), at<float>(0x20000), 100); }, true},
-      {"options n=1000", [&](uint64_t* s) { return tt::dry_run(options, s, at<float>(0x10000), at<float>(0x20000), 1000); }, true},
-      {"options n=5000", [&](uint64_t* s) { return tt::dry_run(options, s, at<float>(0x10000), at<float>(0x20000), 5000); }, true},
-      {"tuned n=4096", [&](uint64_t* s) { return tt::dry_run(tuned, s, at<float>(0x10000), at<float>(0x20000), 4096); }, true},
-      {"tuned n=4097", [&](uint64_t* s) { return tt::dry_run(tuned, s, at<float>(0x10000), at<float>(0x20000), 4097); }, true},
-      {"tuned ACT=neg", [&](uint64_t* s) { return tt::dry_run(tuned, s, at<float>(0x10000), at<float>(0x20000), 4096, "neg"); }, true},
-      {"heuristics over autotune", [&](uint64_t* s) { return tt::dry_run(heur_tuned, s, at<float>(0x10000), at<float>(0x20000), 4097); }, true},
-      {"autotune over heuristics", [&](uint64_t* s) { return tt::dry_run(tuned_heur, s, at<float>(0x10000), at<float>(0x20000), 4096); }, true},
-      {"named: not memoised", [&](uint64_t* s) { return tt::dry_run(heur, s, at<float>(0x10000), at<float>(0x20000), "n"_a = 300); }, false},
-      {"branchy n=50 m=500", [&](uint64_t* s) { return tt::dry_run(branchy, s, at<float>(0x10000), at<float>(0x20000), 50, 500); }, true},
-      {"branchy n=50 m=5", [&](uint64_t* s) { return tt::dry_run(branchy, s, at<float>(0x10000), at<float>(0x20000), 50, 5); }, true},
-      {"branchy n=500 m=500", [&](uint64_t* s) { return tt::dry_run(branchy, s, at<float>(0x10000), at<float>(0x20000), 500, 500); }, true},
-      {"branchy n=500 m=5", [&](uint64_t* s) { return tt::dry_run(branchy, s, at<float>(0x10000), at<float>(0x20000), 500, 5); }, true},
-      {"branchy n=500 m=500 again", [&](uint64_t* s) { return tt::dry_run(branchy, s, at<float>(0x10000), at<float>(0x20000), 500, 500); }, true},
+      {"heur n=300",
+       [&](uint64_t* s) {
+         return tt::dry_run(heur, s, at<float>(0x10000), at<float>(0x20000), 300);
+       },
+       true},
+      {"heur n=301 unaligned",
+       [&](uint64_t* s) {
+         return tt::dry_run(heur, s, at<float>(0x10004), at<float>(0x20000), 301);
+       },
+       true},
+      {"heur n=2048",
+       [&](uint64_t* s) {
+         return tt::dry_run(heur, s, at<float>(0x10000), at<float>(0x20000), 2048);
+       },
+       true},
+      {"heur n=300 again, other pointers",
+       [&](uint64_t* s) {
+         return tt::dry_run(heur, s, at<float>(0x50000), at<float>(0x60000), 300);
+       },
+       true},
+      {"dtype fp16",
+       [&](uint64_t* s) {
+         return tt::dry_run(dtype, s, te::Pointer(0x10000, te::DType::fp16),
+                            te::Pointer(0x20000, te::DType::fp16), 64, 64);
+       },
+       true},
+      {"dtype bf16",
+       [&](uint64_t* s) {
+         return tt::dry_run(dtype, s, te::Pointer(0x10000, te::DType::bf16),
+                            te::Pointer(0x20000, te::DType::fp16), 64, 64);
+       },
+       true},
+      {"options n=100",
+       [&](uint64_t* s) {
+         return tt::dry_run(options, s, at<float>(0x10000), at<float>(0x20000), 100);
+       },
+       true},
+      {"options n=1000",
+       [&](uint64_t* s) {
+         return tt::dry_run(options, s, at<float>(0x10000), at<float>(0x20000), 1000);
+       },
+       true},
+      {"options n=5000",
+       [&](uint64_t* s) {
+         return tt::dry_run(options, s, at<float>(0x10000), at<float>(0x20000), 5000);
+       },
+       true},
+      {"tuned n=4096",
+       [&](uint64_t* s) {
+         return tt::dry_run(tuned, s, at<float>(0x10000), at<float>(0x20000), 4096);
+       },
+       true},
+      {"tuned n=4097",
+       [&](uint64_t* s) {
+         return tt::dry_run(tuned, s, at<float>(0x10000), at<float>(0x20000), 4097);
+       },
+       true},
+      {"tuned ACT=neg",
+       [&](uint64_t* s) {
+         return tt::dry_run(tuned, s, at<float>(0x10000), at<float>(0x20000), 4096, "neg");
+       },
+       true},
+      {"heuristics over autotune",
+       [&](uint64_t* s) {
+         return tt::dry_run(heur_tuned, s, at<float>(0x10000), at<float>(0x20000), 4097);
+       },
+       true},
+      {"autotune over heuristics",
+       [&](uint64_t* s) {
+         return tt::dry_run(tuned_heur, s, at<float>(0x10000), at<float>(0x20000), 4096);
+       },
+       true},
+      {"named: not memoised",
+       [&](uint64_t* s) {
+         return tt::dry_run(heur, s, at<float>(0x10000), at<float>(0x20000), "n"_a = 300);
+       },
+       false},
+      {"branchy n=50 m=500",
+       [&](uint64_t* s) {
+         return tt::dry_run(branchy, s, at<float>(0x10000), at<float>(0x20000), 50, 500);
+       },
+       true},
+      {"branchy n=50 m=5",
+       [&](uint64_t* s) {
+         return tt::dry_run(branchy, s, at<float>(0x10000), at<float>(0x20000), 50, 5);
+       },
+       true},
+      {"branchy n=500 m=500",
+       [&](uint64_t* s) {
+         return tt::dry_run(branchy, s, at<float>(0x10000), at<float>(0x20000), 500, 500);
+       },
+       true},
+      {"branchy n=500 m=5",
+       [&](uint64_t* s) {
+         return tt::dry_run(branchy, s, at<float>(0x10000), at<float>(0x20000), 500, 5);
+       },
+       true},
+      {"branchy n=500 m=500 again",
+       [&](uint64_t* s) {
+         return tt::dry_run(branchy, s, at<float>(0x10000), at<float>(0x20000), 500, 500);
+       },
+       true},
   };
   // The layers' own answers first (memo off), then each call twice with the memo on: the
   // first may fill it, the second must come from it where the call can be memoised.
@@ -388,7 +504,8 @@ TEST_F(Autotune, WholeCallMemoAgreesWithTheLayers) {
 
 TEST_F(Autotune, ThreadsRacingOnOneHeuristicsKey) {
   te::JitFunction heur("te_tune_kernels", "heur_kernel");
-  const std::string expected = warm_hash("heur_kernel", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 777)");
+  const std::string expected =
+      warm_hash("heur_kernel", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 777)");
   std::atomic<int> ok{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
@@ -425,7 +542,8 @@ TEST_F(Autotune, CacheResultsOnDiskAreSharedWithPython) {
       "    te_tune_kernels.FAKE_BENCH_CALLS.clear()\n"
       "    _tk.cache.clear()\n"
       "    _tk.run(P(0x10000), P(0x20000), n, grid=(1,), warmup=True)\n"
-      "    return list(te_tune_kernels.FAKE_BENCH_CALLS), str(_tk.cache[(n, 'torch.float32', 'torch.float32')])\n");
+      "    return list(te_tune_kernels.FAKE_BENCH_CALLS), str(_tk.cache[(n, 'torch.float32', "
+      "'torch.float32')])\n");
   struct Restore {
     ~Restore() {
       py_exec(
@@ -460,10 +578,12 @@ TEST_F(Autotune, CacheResultsOnDiskAreSharedWithPython) {
 
 TEST_F(Autotune, TunesAsPythonsAutotunerAndRemembers) {
   te::JitFunction tuned("te_tune_kernels", "fake_tuned_kernel");
-  py_exec("te_tune_kernels.FAKE_BENCH_CALLS.clear()\nte_tune_kernels.fake_tuned_kernel.cache.clear()");
+  py_exec(
+      "te_tune_kernels.FAKE_BENCH_CALLS.clear()\nte_tune_kernels.fake_tuned_kernel.cache.clear()");
   const te::CompiledKernel& k = tuned.compile(at<float>(0x10000), at<float>(0x20000), 1000);
   // Fake timings: BLOCK 128 is fastest. Same kernel as Python's launch of that config.
-  EXPECT_EQ(k.hash(), warm_hash("fake_tuned_kernel.fn", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 1000, '', 128)",
+  EXPECT_EQ(k.hash(), warm_hash("fake_tuned_kernel.fn",
+                                "(P(0x10000, 'float32'), P(0x20000, 'float32'), 1000, '', 128)",
                                 "{'num_warps': 4, 'num_stages': 3}"));
   EXPECT_EQ(py_repr("te_tune_kernels.FAKE_BENCH_CALLS"), "[64, 128, 256]");
   // Python's Autotuner holds the same key and choice.
@@ -473,12 +593,14 @@ TEST_F(Autotune, TunesAsPythonsAutotunerAndRemembers) {
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->key, "(1000, 'torch.float32', 'torch.float32')");
   EXPECT_EQ(r->best.str, te_test::str_of("te_tune_kernels.fake_tuned_kernel.configs[1]"));
-  EXPECT_EQ(te_test::str_of("te_tune_kernels.fake_tuned_kernel.configs[1].kwargs"), "{'BLOCK': 128}");
+  EXPECT_EQ(te_test::str_of("te_tune_kernels.fake_tuned_kernel.configs[1].kwargs"),
+            "{'BLOCK': 128}");
   ASSERT_EQ(r->best.kwargs.size(), 1u);
   EXPECT_EQ(r->best.kwargs[0].first, "BLOCK");
   EXPECT_EQ(r->best.kwargs[0].second, "128");
   ASSERT_EQ(r->timings.size(), 3u);
-  EXPECT_EQ(r->timings[0].config.str, te_test::str_of("te_tune_kernels.fake_tuned_kernel.configs[0]"));
+  EXPECT_EQ(r->timings[0].config.str,
+            te_test::str_of("te_tune_kernels.fake_tuned_kernel.configs[0]"));
   EXPECT_EQ(r->timings[0].config.num_warps, 2);
   EXPECT_DOUBLE_EQ(r->timings[0].ms[0], 3.0);
   EXPECT_FALSE(r->from_cache);
@@ -493,16 +615,18 @@ TEST_F(Autotune, TunesAsPythonsAutotunerAndRemembers) {
   EXPECT_EQ(tuned.tuning_result(at<float>(0x10000), at<float>(0x20000), 2000), nullptr);
   // A parameter before the tuned one, by name, with the tuned value filled in by the config.
   EXPECT_EQ(tuned.compile(at<float>(0x10000), at<float>(0x20000), 1000, "ACT"_a = "neg").hash(),
-            warm_hash("fake_tuned_kernel.fn", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 1000, 'neg', 128)",
+            warm_hash("fake_tuned_kernel.fn",
+                      "(P(0x10000, 'float32'), P(0x20000, 'float32'), 1000, 'neg', 128)",
                       "{'num_warps': 4, 'num_stages': 3}"));
   // Passing a tuned meta-parameter is Triton's conflict.
   try {
     tuned.compile(at<float>(0x10000), at<float>(0x20000), 1000, "BLOCK"_a = 64);
     FAIL() << "expected ValueError";
   } catch (const te::ValueError& e) {
-    EXPECT_STREQ(e.what(), "fake_tuned_kernel(x_ptr, out_ptr, n, ACT, BLOCK): Conflicting "
-                           "meta-parameters: BLOCK. Make sure that you don't re-define auto-tuned "
-                           "symbols.");
+    EXPECT_STREQ(e.what(),
+                 "fake_tuned_kernel(x_ptr, out_ptr, n, ACT, BLOCK): Conflicting "
+                 "meta-parameters: BLOCK. Make sure that you don't re-define auto-tuned "
+                 "symbols.");
   }
 }
 
@@ -510,9 +634,11 @@ TEST_F(Autotune, WarmupCompilesEveryConfigAsPython) {
   te::JitFunction tuned("te_tune_kernels", "tuned_kernel");
   const auto all = tuned.warmup(at<float>(0x10000), at<float>(0x20000), 4096, "ACT"_a = "relu");
   te_test::Gil gil;
-  py::object py = warm("tuned_kernel", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 4096)", "{'ACT': 'relu'}");
+  py::object py = warm("tuned_kernel", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 4096)",
+                       "{'ACT': 'relu'}");
   ASSERT_EQ(all.size(), py::len(py));
-  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i]->hash(), py::list(py)[i].cast<std::string>());
+  for (size_t i = 0; i < all.size(); ++i)
+    EXPECT_EQ(all[i]->hash(), py::list(py)[i].cast<std::string>());
 }
 
 // A scratch allocator that hands out fake addresses and logs every call (no GPU needed), or
@@ -545,10 +671,11 @@ TEST_F(Autotune, TuningLendsTritonTheScratchAllocator) {
   auto scratch = std::make_shared<LoggingScratch>();
   te::set_scratch_allocator(scratch);
   const te::JitFunction probe("te_tune_kernels", "alloc_probe_kernel");
-  py_exec("te_tune_kernels.ALLOC_PROBE.clear()\n"
-          "from triton.runtime import _allocation\n"
-          "def allocator_now():\n"
-          "    return type(_allocation._allocator.get()).__name__\n");
+  py_exec(
+      "te_tune_kernels.ALLOC_PROBE.clear()\n"
+      "from triton.runtime import _allocation\n"
+      "def allocator_now():\n"
+      "    return type(_allocation._allocator.get()).__name__\n");
   ASSERT_EQ(py_repr("allocator_now()"), "'NullAllocator'");
 
   // No allocator set: ours, for each config's benchmark; none after.
@@ -568,8 +695,9 @@ TEST_F(Autotune, TuningLendsTritonTheScratchAllocator) {
   EXPECT_EQ(py_repr("allocator_now()"), "'NullAllocator'");
 
   // A Python user's allocator: kept during the tuning and after; ours is not asked.
-  py_exec("import triton\ntriton.set_allocator(te_tune_kernels.user_allocator)\n"
-          "te_tune_kernels.ALLOC_PROBE.clear()");
+  py_exec(
+      "import triton\ntriton.set_allocator(te_tune_kernels.user_allocator)\n"
+      "te_tune_kernels.ALLOC_PROBE.clear()");
   probe.compile(at<float>(0x10000), at<float>(0x20000), 2000);
   EXPECT_EQ(py_repr("te_tune_kernels.ALLOC_PROBE"),
             "[('function', 125243392), ('function', 125243392), ('function', 125243392)]");
@@ -591,9 +719,10 @@ TEST_F(Autotune, TuningLendsTritonTheScratchAllocator) {
     probe.compile(at<float>(0x10000), at<float>(0x20000), 4000);
     ADD_FAILURE() << "expected OutOfResourcesError";
   } catch (const te::OutOfResourcesError& e) {
-    EXPECT_STREQ(e.what(), "tuning te_tune_kernels.alloc_probe_kernel: the global scratch "
-                           "allocator returned a null address for 4096 bytes; an allocator that "
-                           "cannot allocate must throw");
+    EXPECT_STREQ(e.what(),
+                 "tuning te_tune_kernels.alloc_probe_kernel: the global scratch "
+                 "allocator returned a null address for 4096 bytes; an allocator that "
+                 "cannot allocate must throw");
   }
   EXPECT_EQ(py_repr("allocator_now()"), "'NullAllocator'");
   scratch->mode = LoggingScratch::Mode::kOk;
@@ -610,7 +739,8 @@ TEST_F(Autotune, SingleConfigNeedsNoBenchmark) {
   // No GPU and no custom benchmark: one config is taken as it is, as Triton does.
   te::JitFunction single("te_tune_kernels", "tuned_single_kernel");
   EXPECT_EQ(single.compile(at<float>(0x10000), at<float>(0x20000), 1000).hash(),
-            warm_hash("tuned_single_kernel.fn", "(P(0x10000, 'float32'), P(0x20000, 'float32'), 1000, 256)",
+            warm_hash("tuned_single_kernel.fn",
+                      "(P(0x10000, 'float32'), P(0x20000, 'float32'), 1000, 256)",
                       "{'num_warps': 4, 'num_stages': 2}"));
   // More than one config: compile() cannot benchmark (no grid; here maybe no GPU either), so
   // a clear error, not a Triton traceback.
@@ -626,9 +756,10 @@ TEST_F(Autotune, SingleConfigNeedsNoBenchmark) {
         << e.what();
   } catch (const te::NotSupportedError& e) {
     EXPECT_TRUE(te::cuda_available());
-    EXPECT_STREQ(e.what(), "te_tune_kernels.tuned_kernel: this call's tuning key has not been "
-                           "tuned, and compile() has no grid to benchmark with: call "
-                           "prepare(grid, args...) (or launch) to tune it");
+    EXPECT_STREQ(e.what(),
+                 "te_tune_kernels.tuned_kernel: this call's tuning key has not been "
+                 "tuned, and compile() has no grid to benchmark with: call "
+                 "prepare(grid, args...) (or launch) to tune it");
   }
 }
 

@@ -27,9 +27,8 @@
 #include <string>
 #include <vector>
 
-#include <triton_embed/detail/testing.h>
-
 #include "test_support.h"
+#include "testing/testing.h"
 
 namespace te = triton_embed;
 namespace py = pybind11;
@@ -67,15 +66,24 @@ std::string float_text(double f) {
 // t(i:1,n) t()
 std::string to_text(const Val& v) {
   switch (v.tag) {
-    case 'i': return "i:" + std::to_string(v.i);
-    case 'u': return "u:" + std::to_string(v.u);
-    case 'b': return std::string("b:") + (v.i ? "1" : "0");
-    case 'f': return "f:" + float_text(v.f);
-    case 'n': return "n";
-    case 'p': return "p:" + hex(v.u) + ":" + std::to_string(v.dtype);
-    case 's': return "s:" + v.s;
-    case 'd': return "d:" + std::to_string(v.dtype);
-    case 'c': return "c(" + to_text(v.elems[0]) + ")";
+    case 'i':
+      return "i:" + std::to_string(v.i);
+    case 'u':
+      return "u:" + std::to_string(v.u);
+    case 'b':
+      return std::string("b:") + (v.i ? "1" : "0");
+    case 'f':
+      return "f:" + float_text(v.f);
+    case 'n':
+      return "n";
+    case 'p':
+      return "p:" + hex(v.u) + ":" + std::to_string(v.dtype);
+    case 's':
+      return "s:" + v.s;
+    case 'd':
+      return "d:" + std::to_string(v.dtype);
+    case 'c':
+      return "c(" + to_text(v.elems[0]) + ")";
     default: {
       std::string out = "t(";
       for (size_t k = 0; k < v.elems.size(); ++k) out += (k ? "," : "") + to_text(v.elems[k]);
@@ -110,12 +118,24 @@ class Parser {
     expect(':');
     const std::string tok = token();
     switch (v.tag) {
-      case 'i': v.i = std::stoll(tok); break;
-      case 'u': v.u = std::stoull(tok); break;
-      case 'b': v.i = tok == "1"; break;
-      case 'f': v.f = std::strtod(tok.c_str(), nullptr); break;
-      case 's': v.s = tok; break;
-      case 'd': v.dtype = std::stoi(tok); break;
+      case 'i':
+        v.i = std::stoll(tok);
+        break;
+      case 'u':
+        v.u = std::stoull(tok);
+        break;
+      case 'b':
+        v.i = tok == "1";
+        break;
+      case 'f':
+        v.f = std::strtod(tok.c_str(), nullptr);
+        break;
+      case 's':
+        v.s = tok;
+        break;
+      case 'd':
+        v.dtype = std::stoi(tok);
+        break;
       case 'p': {
         const size_t colon = tok.find(':');
         if (colon == std::string::npos) throw std::runtime_error("bad pointer '" + tok + "'");
@@ -123,7 +143,8 @@ class Parser {
         v.dtype = std::stoi(tok.substr(colon + 1));
         break;
       }
-      default: throw std::runtime_error("bad tag in '" + t_ + "'");
+      default:
+        throw std::runtime_error("bad tag in '" + t_ + "'");
     }
     return v;
   }
@@ -151,15 +172,24 @@ std::string dtype_tl(int d) { return std::string(te::dtype_tl_name(static_cast<t
 
 std::string to_python(const Val& v) {
   switch (v.tag) {
-    case 'i': return std::to_string(v.i);
-    case 'u': return std::to_string(v.u);
-    case 'b': return v.i ? "True" : "False";
-    case 'f': return "float.fromhex('" + float_text(v.f) + "')";
-    case 'n': return "None";
-    case 'p': return "P(" + hex(v.u) + ", '" + dtype_tl(v.dtype) + "')";
-    case 's': return "'" + v.s + "'";
-    case 'd': return "tl." + dtype_tl(v.dtype);
-    case 'c': return "tl.constexpr(" + to_python(v.elems[0]) + ")";
+    case 'i':
+      return std::to_string(v.i);
+    case 'u':
+      return std::to_string(v.u);
+    case 'b':
+      return v.i ? "True" : "False";
+    case 'f':
+      return "float.fromhex('" + float_text(v.f) + "')";
+    case 'n':
+      return "None";
+    case 'p':
+      return "P(" + hex(v.u) + ", '" + dtype_tl(v.dtype) + "')";
+    case 's':
+      return "'" + v.s + "'";
+    case 'd':
+      return "tl." + dtype_tl(v.dtype);
+    case 'c':
+      return "tl.constexpr(" + to_python(v.elems[0]) + ")";
     default: {
       std::string out = "(";
       for (const Val& e : v.elems) out += to_python(e) + ", ";
@@ -174,11 +204,26 @@ class ArgBuilder {
   void fill(const Val& v, ArgValue& out) {
     out = ArgValue{};
     switch (v.tag) {
-      case 'i': out.kind = ArgKind::kInt; out.i = v.i; return;
-      case 'u': out.kind = ArgKind::kInt; out.big = 1; out.u = v.u; return;
-      case 'b': out.kind = ArgKind::kBool; out.i = v.i; return;
-      case 'f': out.kind = ArgKind::kFloat; out.f = v.f; return;
-      case 'n': out.kind = ArgKind::kNone; return;
+      case 'i':
+        out.kind = ArgKind::kInt;
+        out.i = v.i;
+        return;
+      case 'u':
+        out.kind = ArgKind::kInt;
+        out.big = 1;
+        out.u = v.u;
+        return;
+      case 'b':
+        out.kind = ArgKind::kBool;
+        out.i = v.i;
+        return;
+      case 'f':
+        out.kind = ArgKind::kFloat;
+        out.f = v.f;
+        return;
+      case 'n':
+        out.kind = ArgKind::kNone;
+        return;
       case 'p':
         out.kind = ArgKind::kPointer;
         out.dtype = static_cast<te::DType>(v.dtype);
@@ -189,7 +234,10 @@ class ArgBuilder {
         out.s = v.s.data();
         out.count = static_cast<uint32_t>(v.s.size());
         return;
-      case 'd': out.kind = ArgKind::kDType; out.dtype = static_cast<te::DType>(v.dtype); return;
+      case 'd':
+        out.kind = ArgKind::kDType;
+        out.dtype = static_cast<te::DType>(v.dtype);
+        return;
       default: {
         ArgValue* elems = alloc(v.elems.size());
         for (size_t k = 0; k < v.elems.size(); ++k) fill(v.elems[k], elems[k]);
@@ -227,8 +275,8 @@ class Gen {
       v.tag = 'b';
       v.i = static_cast<int64_t>(below(2));
     } else if (r < 45) {
-      static const double kFloats[] = {0.0, -0.0, 1.0, 1.5, 16.0, -2.5, 65504.0, 65520.0, 1e6,
-                                       1e300, -1e-8, 3.0e-8, 1.0 / 0.0, -1.0 / 0.0};
+      static const double kFloats[] = {0.0,     -0.0, 1.0,   1.5,   16.0,   -2.5,      65504.0,
+                                       65520.0, 1e6,  1e300, -1e-8, 3.0e-8, 1.0 / 0.0, -1.0 / 0.0};
       v.tag = 'f';
       v.f = chance(70) ? kFloats[below(std::size(kFloats))]
                        : std::ldexp(static_cast<double>(below(1u << 20)) - (1 << 19),
@@ -250,7 +298,8 @@ class Gen {
     } else if (r < 89) {
       v.tag = 'c';
       Val inner = chance(60) ? integer() : value(2);
-      while (inner.tag == 'c' || inner.tag == 't' || inner.tag == 'p' || inner.tag == 'd') inner = integer();
+      while (inner.tag == 'c' || inner.tag == 't' || inner.tag == 'p' || inner.tag == 'd')
+        inner = integer();
       v.elems.push_back(inner);
     } else if (depth < 2) {
       v.tag = 't';
@@ -264,10 +313,35 @@ class Gen {
 
  private:
   Val integer() {
-    static const int64_t kEdges[] = {0, 1, -1, 2, 15, 16, 17, 32, 127, 128, -128, -129, 255, 256,
-                                     32767, 32768, -32768, 65535, 65536, 2147483647, 2147483648LL,
-                                     -2147483647LL - 1, -2147483649LL, 4294967295LL, 4294967296LL,
-                                     INT64_MAX, INT64_MIN, INT64_MAX - 15, INT64_MIN + 16};
+    static const int64_t kEdges[] = {0,
+                                     1,
+                                     -1,
+                                     2,
+                                     15,
+                                     16,
+                                     17,
+                                     32,
+                                     127,
+                                     128,
+                                     -128,
+                                     -129,
+                                     255,
+                                     256,
+                                     32767,
+                                     32768,
+                                     -32768,
+                                     65535,
+                                     65536,
+                                     2147483647,
+                                     2147483648LL,
+                                     -2147483647LL - 1,
+                                     -2147483649LL,
+                                     4294967295LL,
+                                     4294967296LL,
+                                     INT64_MAX,
+                                     INT64_MIN,
+                                     INT64_MAX - 15,
+                                     INT64_MIN + 16};
     static const uint64_t kBig[] = {uint64_t{1} << 63, UINT64_MAX, UINT64_MAX - 15,
                                     (uint64_t{1} << 63) + 16};
     Val v;
@@ -363,7 +437,8 @@ std::string ours_result(const te::JitFunction& fn, const std::vector<Val>& args)
   for (size_t k = 0; k < args.size(); ++k) b.fill(args[k], vals[k]);
   try {
     te_test::Gil gil;
-    py::object r = te_test::steal(te::detail::testing::specialization(fn.state(), vals, args.size()));
+    py::object r =
+        te_test::steal(te::detail::testing::specialization(fn.state(), vals, args.size()));
     return "spec: " + te_test::repr(r[py::int_(0)]);
   } catch (const te::Error& e) {
     const std::string msg = e.what();
@@ -428,9 +503,8 @@ class BinderFuzz : public ::testing::Test {
     if (ours_out != nullptr) *ours_out = ours;
     te_test::Gil gil;
     py::tuple values = te_test::eval(c.python()).cast<py::tuple>();
-    const std::string theirs = py::module_::import("__main__")
-                                   .attr("triton_result")(c.kernel, values)
-                                   .cast<std::string>();
+    const std::string theirs =
+        py::module_::import("__main__").attr("triton_result")(c.kernel, values).cast<std::string>();
     if (ours == theirs) return "";
     return c.kernel + c.python() + "\n  triton_embed: " + ours + "\n  Triton:       " + theirs;
   }
@@ -465,10 +539,12 @@ TEST_F(BinderFuzz, RegressionsAgreeWithTriton) {
 }
 
 TEST_F(BinderFuzz, RandomCallsAgreeWithTriton) {
-  const bool sanitized = std::getenv("ASAN_OPTIONS") != nullptr || std::getenv("TSAN_OPTIONS") != nullptr;
+  const bool sanitized =
+      std::getenv("ASAN_OPTIONS") != nullptr || std::getenv("TSAN_OPTIONS") != nullptr;
   const uint64_t cases = env_u64("TRITON_EMBED_FUZZ_CASES", sanitized ? 2000 : 20000);
-  const uint64_t seed = env_u64("TRITON_EMBED_FUZZ_SEED", std::random_device{}() * uint64_t{0x100000001} ^
-                                                             static_cast<uint64_t>(std::time(nullptr)));
+  const uint64_t seed =
+      env_u64("TRITON_EMBED_FUZZ_SEED", std::random_device{}() * uint64_t{0x100000001} ^
+                                            static_cast<uint64_t>(std::time(nullptr)));
   std::printf("binder fuzz: %" PRIu64 " cases, TRITON_EMBED_FUZZ_SEED=%" PRIu64 "\n", cases, seed);
   Gen g(seed);
   const std::vector<std::string> known = regression_lines();

@@ -7,7 +7,6 @@
 
 #include <gtest/gtest.h>
 #include <triton_embed/bundle.h>
-#include <triton_embed/detail/testing.h>
 #include <triton_embed/jit.h>
 
 #include <algorithm>
@@ -17,10 +16,11 @@
 
 #include "bundle/format.h"
 #include "bundle/kernel_table.h"
-#include "test_support.h"
 #include "bundle_calls.h"
 #include "core/kernel_state.h"
 #include "core/target.h"
+#include "test_support.h"
+#include "testing/testing.h"
 
 namespace te = triton_embed;
 namespace tb = triton_embed::detail::bundle;
@@ -120,7 +120,8 @@ TEST_F(BundleJit, RecordWritesWhatWasCompiled) {
   // decisions: a heuristic's result per key, a choice per tuning key.
   auto count = [&](int kernel, uint32_t kind) {
     size_t n = 0;
-    for (const tb::RecordView& r : c.records) n += static_cast<int>(r.kernel) == kernel && r.kind == kind;
+    for (const tb::RecordView& r : c.records)
+      n += static_cast<int>(r.kernel) == kernel && r.kind == kind;
     return n;
   };
   auto entries_of = [&](int kernel) {
@@ -162,9 +163,10 @@ TEST_F(BundleJit, RecordWritesWhatWasCompiled) {
   te::write_bundle(te_bundle::dir() + "/all.teb");
   tb::Contents only80 = tb::Bundle::open(te_bundle::dir() + "/all.teb").contents();
   only80.records.clear();
-  only80.entries.erase(std::remove_if(only80.entries.begin(), only80.entries.end(),
-                                      [](const tb::Entry& e) { return e.target != (80u | 32u << 16); }),
-                       only80.entries.end());
+  only80.entries.erase(
+      std::remove_if(only80.entries.begin(), only80.entries.end(),
+                     [](const tb::Entry& e) { return e.target != (80u | 32u << 16); }),
+      only80.entries.end());
   ASSERT_EQ(only80.entries.size(), 1u);
   tb::write_file(only80, te_bundle::dir() + "/ptx80.teb");
 }
@@ -200,7 +202,8 @@ TEST_F(BundleJit, LoadedBundleServesMissesWithoutCompiling) {
   // bundle loaded was of other source).
   EXPECT_EQ(te::detail::testing::compile_count(), before);
   // A specialisation the bundle lacks compiles as usual.
-  const te::CompiledKernel& other = add.compile(te_bundle::kX, te_bundle::kY, te_bundle::kOut, 4096, 512);
+  const te::CompiledKernel& other =
+      add.compile(te_bundle::kX, te_bundle::kY, te_bundle::kOut, 4096, 512);
   EXPECT_EQ(te::detail::testing::compile_count(), before + 1);
   for (const auto& kv : expected) EXPECT_NE(other.hash(), kv.second);
 }
@@ -217,10 +220,12 @@ TEST_F(BundleJit, TunedChoicesFromABundleServeTheJit) {
   EXPECT_EQ(te_bundle::compile_wrapped(k, "tuned_neg").hash(), expected.at("tuned_neg"));
   EXPECT_EQ(te::detail::testing::layer_python_calls(), python);  // no tuning in Python
   EXPECT_EQ(te::detail::testing::compile_count(), compiles);     // the inner entry too
-  const te::TuningResult* r = k.tuning_result(te_bundle::kX, te_bundle::kOut, 4000, "ACT"_a = "neg");
+  const te::TuningResult* r =
+      k.tuning_result(te_bundle::kX, te_bundle::kOut, 4000, "ACT"_a = "neg");
   ASSERT_NE(r, nullptr);
   EXPECT_TRUE(r->from_cache);
-  EXPECT_EQ(r->best.str, te_test::str_of("__import__('te_tune_kernels').fake_tuned_kernel.configs[1]"));
+  EXPECT_EQ(r->best.str,
+            te_test::str_of("__import__('te_tune_kernels').fake_tuned_kernel.configs[1]"));
   // A tuning key the bundle lacks is tuned in Python, as without a bundle.
   k.compile(te_bundle::kX, te_bundle::kOut, 3000, "ACT"_a = "neg");
   EXPECT_EQ(te::detail::testing::layer_python_calls(), python + 1);
@@ -245,7 +250,8 @@ TEST_F(BundleJit, BundleErrorsSayWhichAndWhy) {
 }
 
 TEST(BundleCodec, OptionsRoundTripExactly) {
-  const te::Options o = te::Options().num_warps(8).debug(true).set("ratio", 0.1).set("arch", "sm90a");
+  const te::Options o =
+      te::Options().num_warps(8).debug(true).set("ratio", 0.1).set("arch", "sm90a");
   const std::string text = tb::encode_options(o);
   EXPECT_EQ(text, "arch=ssm90a\ndebug=b1\nnum_warps=i8\nratio=f0x1.999999999999ap-4\n");
   EXPECT_EQ(tb::decode_options(text, "t"), o);
@@ -279,7 +285,9 @@ TEST(BundleCodec, ParameterTablesRoundTripWithDefaults) {
     FAIL() << "no BundleError";
   } catch (const te::BundleError& e) {
     EXPECT_EQ(e.reason(), te::BundleError::Reason::kCorrupt);
-    EXPECT_EQ(std::string(e.what()).rfind("bundle b.teb: kernel m.k: its parameter table is damaged", 0), 0u)
+    EXPECT_EQ(
+        std::string(e.what()).rfind("bundle b.teb: kernel m.k: its parameter table is damaged", 0),
+        0u)
         << e.what();
   }
 }

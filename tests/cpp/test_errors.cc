@@ -6,9 +6,8 @@
 #include <string>
 #include <typeinfo>
 
-#include <triton_embed/detail/testing.h>
-
 #include "test_support.h"
+#include "testing/testing.h"
 
 namespace te = triton_embed;
 namespace py = pybind11;
@@ -21,7 +20,9 @@ T* at(uint64_t addr) {
   return reinterpret_cast<T*>(addr);
 }
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
 
 class Errors : public ::testing::Test {
  protected:
@@ -34,11 +35,14 @@ TEST_F(Errors, ModuleNotFoundCarriesTheTraceback) {
     FAIL() << "expected LookupError";
   } catch (const te::LookupError& e) {
     const std::string msg = e.what();
-    EXPECT_TRUE(starts_with(msg, "cannot load kernel no_such_module_xyz.k: no module named "
-                                 "'no_such_module_xyz' (looked in sys.path = ["))
+    EXPECT_TRUE(starts_with(msg,
+                            "cannot load kernel no_such_module_xyz.k: no module named "
+                            "'no_such_module_xyz' (looked in sys.path = ["))
         << msg;
     EXPECT_NE(msg.find("Traceback (most recent call last):"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("ModuleNotFoundError: No module named 'no_such_module_xyz'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("ModuleNotFoundError: No module named 'no_such_module_xyz'"),
+              std::string::npos)
+        << msg;
   }
 }
 
@@ -48,16 +52,19 @@ TEST_F(Errors, KernelNotFoundSuggestsCloseNames) {
     FAIL() << "expected LookupError";
   } catch (const te::LookupError& e) {
     const std::string msg = e.what();
-    EXPECT_TRUE(starts_with(msg, "cannot load kernel pykernels.vector.add_kernl: module 'pykernels.vector' ("))
+    EXPECT_TRUE(starts_with(
+        msg, "cannot load kernel pykernels.vector.add_kernl: module 'pykernels.vector' ("))
         << msg;
-    EXPECT_NE(msg.find("vector.py) has no attribute 'add_kernl'; did you mean 'add_kernel'?"), std::string::npos)
+    EXPECT_NE(msg.find("vector.py) has no attribute 'add_kernl'; did you mean 'add_kernel'?"),
+              std::string::npos)
         << msg;
   }
   try {
     te::JitFunction("pykernels.vector", "zzz");
     FAIL() << "expected LookupError";
   } catch (const te::LookupError& e) {
-    EXPECT_NE(std::string(e.what()).find("has no attribute 'zzz'; its kernels are: add_kernel, axpy_kernel"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "has no attribute 'zzz'; its kernels are: add_kernel, axpy_kernel"),
               std::string::npos)
         << e.what();
   }
@@ -68,9 +75,10 @@ TEST_F(Errors, NotAJitFunction) {
     te::JitFunction("te_compile_kernels", "not_a_kernel");
     FAIL() << "expected TypeError";
   } catch (const te::TypeError& e) {
-    EXPECT_STREQ(e.what(),
-                 "cannot load kernel te_compile_kernels.not_a_kernel: "
-                 "'te_compile_kernels.not_a_kernel' is not a @triton.jit function (it is a builtins.int)");
+    EXPECT_STREQ(
+        e.what(),
+        "cannot load kernel te_compile_kernels.not_a_kernel: "
+        "'te_compile_kernels.not_a_kernel' is not a @triton.jit function (it is a builtins.int)");
   }
   try {
     te::JitFunction("te_compile_kernels", "plain_python_function");
@@ -89,11 +97,14 @@ TEST_F(Errors, ImportFailureCarriesTheTraceback) {
     FAIL() << "expected PythonError";
   } catch (const te::PythonError& e) {
     const std::string msg = e.what();
-    EXPECT_TRUE(starts_with(msg, "cannot load kernel te_raises_on_import.k: importing or reading it raised\n"
-                                 "Traceback (most recent call last):"))
+    EXPECT_TRUE(
+        starts_with(msg,
+                    "cannot load kernel te_raises_on_import.k: importing or reading it raised\n"
+                    "Traceback (most recent call last):"))
         << msg;
     EXPECT_NE(msg.find("te_raises_on_import.py\", line 3, in <module>"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("RuntimeError: te_raises_on_import: this module refuses to import"), std::string::npos)
+    EXPECT_NE(msg.find("RuntimeError: te_raises_on_import: this module refuses to import"),
+              std::string::npos)
         << msg;
   }
 }
@@ -115,9 +126,12 @@ TEST_F(Errors, WrongArgumentCount) {
     add.compile(at<float>(0x1000), at<float>(0x2000));
     FAIL() << "expected TypeError";
   } catch (const te::TypeError& e) {
-    EXPECT_STREQ(e.what(), "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): expected 5 arguments, got 2");
+    EXPECT_STREQ(
+        e.what(),
+        "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): expected 5 arguments, got 2");
   }
-  EXPECT_THROW(add.compile(at<float>(0x1000), at<float>(0x2000), at<float>(0x3000), 1, 2, 3), te::TypeError);
+  EXPECT_THROW(add.compile(at<float>(0x1000), at<float>(0x2000), at<float>(0x3000), 1, 2, 3),
+               te::TypeError);
   te::JitFunction axpy("pykernels.vector", "axpy_kernel");
   try {
     axpy.compile(at<float>(0x1000), at<float>(0x2000), at<float>(0x3000), 1.0);
@@ -143,9 +157,10 @@ TEST_F(Errors, ValuesThatDoNotFitTheAnnotation) {
     ann.compile(at<float>(0x1000), at<float>(0x2000), uint64_t{1} << 63, 0.5, true, 128);
     FAIL() << "expected OverflowError";
   } catch (const te::OverflowError& e) {
-    EXPECT_STREQ(e.what(),
-                 "annotated_kernel(x_ptr, out_ptr, n, alpha, flag, BLOCK): argument #2 'n': "
-                 "9223372036854775808 does not fit the annotated type i64 (range [-2^63, 2^63 - 1])");
+    EXPECT_STREQ(
+        e.what(),
+        "annotated_kernel(x_ptr, out_ptr, n, alpha, flag, BLOCK): argument #2 'n': "
+        "9223372036854775808 does not fit the annotated type i64 (range [-2^63, 2^63 - 1])");
   }
   try {
     ann.compile(at<float>(0x1000), at<float>(0x2000), 1.5, 0.5, true, 128);
@@ -171,17 +186,19 @@ TEST_F(Errors, ConstexprOnlyValues) {
     add.compile(at<float>(0x1000), at<float>(0x2000), at<float>(0x3000), "abc", 1024);
     FAIL() << "expected TypeError";
   } catch (const te::TypeError& e) {
-    EXPECT_STREQ(e.what(),
-                 "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): argument #3 'n_elements': a "
-                 "string 'abc' can only be passed to a tl.constexpr parameter; declare the "
-                 "parameter as tl.constexpr or pass a number, bool, pointer or tuple");
+    EXPECT_STREQ(
+        e.what(),
+        "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): argument #3 'n_elements': a "
+        "string 'abc' can only be passed to a tl.constexpr parameter; declare the "
+        "parameter as tl.constexpr or pass a number, bool, pointer or tuple");
   }
   try {
     add.compile(at<float>(0x1000), at<float>(0x2000), at<float>(0x3000), te::DType::fp16, 1024);
     FAIL() << "expected TypeError";
   } catch (const te::TypeError& e) {
-    EXPECT_NE(std::string(e.what()).find("argument #3 'n_elements': a dtype (fp16) can only be passed"),
-              std::string::npos);
+    EXPECT_NE(
+        std::string(e.what()).find("argument #3 'n_elements': a dtype (fp16) can only be passed"),
+        std::string::npos);
   }
   try {
     add.compile(at<float>(0x1000), at<float>(0x2000), at<float>(0x3000), 16, at<float>(0x4000));
@@ -192,7 +209,8 @@ TEST_F(Errors, ConstexprOnlyValues) {
                  "pointer cannot be passed to a tl.constexpr parameter");
   }
   try {
-    add.compile(te::Pointer(uint64_t{0x1000}, te::DType::invalid), at<float>(0x2000), at<float>(0x3000), 16, 64);
+    add.compile(te::Pointer(uint64_t{0x1000}, te::DType::invalid), at<float>(0x2000),
+                at<float>(0x3000), 16, 64);
     FAIL() << "expected TypeError";
   } catch (const te::TypeError& e) {
     EXPECT_STREQ(e.what(),
@@ -307,26 +325,34 @@ TEST_F(ErrorTable, ArgumentCountIsTypeError) {
   te::JitFunction add("pykernels.vector", "add_kernel");
   EXPECT_EQ(raises_exactly<te::TypeError>([&] { add.compile(ptr(0x1000), ptr(0x2000)); }),
             "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): expected 5 arguments, got 2");
-  raises_exactly<te::TypeError>([&] { add.compile(ptr(0x1000), ptr(0x2000), ptr(0x3000), 16, 64, 1); });
-  EXPECT_EQ(python_raises("warmup_hashes('pykernels.vector', 'add_kernel', [X, Y], {})"), "TypeError");
-  EXPECT_EQ(python_raises("warmup_hashes('pykernels.vector', 'add_kernel', [X, Y, O, 16, 64, 1], {})"),
+  raises_exactly<te::TypeError>(
+      [&] { add.compile(ptr(0x1000), ptr(0x2000), ptr(0x3000), 16, 64, 1); });
+  EXPECT_EQ(python_raises("warmup_hashes('pykernels.vector', 'add_kernel', [X, Y], {})"),
             "TypeError");
+  EXPECT_EQ(
+      python_raises("warmup_hashes('pykernels.vector', 'add_kernel', [X, Y, O, 16, 64, 1], {})"),
+      "TypeError");
 }
 
 // Python: missing a required argument / got multiple values for argument.
 TEST_F(ErrorTable, MissingOrRepeatedArgumentIsTypeError) {
   te::JitFunction add("pykernels.vector", "add_kernel");
-  EXPECT_EQ(raises_exactly<te::TypeError>([&] { add.compile(ptr(0x1000), ptr(0x2000), ptr(0x3000), "BLOCK"_a = 64); }),
+  EXPECT_EQ(raises_exactly<te::TypeError>(
+                [&] { add.compile(ptr(0x1000), ptr(0x2000), ptr(0x3000), "BLOCK"_a = 64); }),
             "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): missing 1 required argument: "
             "'n_elements'");
-  EXPECT_EQ(raises_exactly<te::TypeError>(
-                [&] { add.compile(ptr(0x1000), ptr(0x2000), ptr(0x3000), 16, 64, "BLOCK"_a = 64); }),
+  EXPECT_EQ(raises_exactly<te::TypeError>([&] {
+              add.compile(ptr(0x1000), ptr(0x2000), ptr(0x3000), 16, 64, "BLOCK"_a = 64);
+            }),
             "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): got multiple values for "
             "argument 'BLOCK' (#4): by position and by name");
-  EXPECT_EQ(python_raises("warmup_hashes('pykernels.vector', 'add_kernel', [X, Y, O], {'BLOCK': 64})"),
-            "TypeError");
-  EXPECT_EQ(python_raises("warmup_hashes('pykernels.vector', 'add_kernel', [X, Y, O, 16, 64], {'BLOCK': 64})"),
-            "TypeError");
+  EXPECT_EQ(
+      python_raises("warmup_hashes('pykernels.vector', 'add_kernel', [X, Y, O], {'BLOCK': 64})"),
+      "TypeError");
+  EXPECT_EQ(
+      python_raises(
+          "warmup_hashes('pykernels.vector', 'add_kernel', [X, Y, O, 16, 64], {'BLOCK': 64})"),
+      "TypeError");
 }
 
 // Python: KeyError("Keyword argument nope was specified but unrecognised"), for a parameter
@@ -338,46 +364,62 @@ TEST_F(ErrorTable, UnknownNameIsLookupError) {
             "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): got an unexpected named "
             "argument 'nope'; the parameters are the names in the signature");
   const std::string msg = raises_exactly<te::LookupError>([&] {
-    add.with_options(te::Options().set("num_wraps", 8)).compile(ptr(0x1000), ptr(0x2000), ptr(0x3000), 16, 64);
+    add.with_options(te::Options().set("num_wraps", 8))
+        .compile(ptr(0x1000), ptr(0x2000), ptr(0x3000), 16, 64);
   });
-  EXPECT_EQ(msg.rfind("pykernels.vector.add_kernel: unknown Triton option 'num_wraps'; the options are: ", 0), 0u)
+  EXPECT_EQ(
+      msg.rfind("pykernels.vector.add_kernel: unknown Triton option 'num_wraps'; the options are: ",
+                0),
+      0u)
       << msg;
-  EXPECT_EQ(python_raises("warmup_hashes('pykernels.vector', 'add_kernel', [X, Y, O, 16, 64], {'nope': 3})"),
+  EXPECT_EQ(python_raises(
+                "warmup_hashes('pykernels.vector', 'add_kernel', [X, Y, O, 16, 64], {'nope': 3})"),
             "KeyError");
   EXPECT_TRUE(python_raises_a(
-      "warmup_hashes('pykernels.vector', 'add_kernel', [X, Y, O, 16, 64], {'num_wraps': 8})", "LookupError"));
+      "warmup_hashes('pykernels.vector', 'add_kernel', [X, Y, O, 16, 64], {'num_wraps': 8})",
+      "LookupError"));
 }
 
 // Python takes an option among the keywords; here options go through with_options().
 TEST_F(ErrorTable, OptionAsNamedArgumentIsNotSupported) {
   te::JitFunction add("pykernels.vector", "add_kernel");
-  EXPECT_EQ(raises_exactly<te::NotSupportedError>(
-                [&] { add.compile(ptr(0x1000), ptr(0x2000), ptr(0x3000), 16, 64, "num_warps"_a = 8); }),
-            "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): got an unexpected named argument "
-            "'num_warps': it is a Triton option, not a parameter; set it with "
-            "with_options(triton_embed::Options().num_warps(...))");
-  EXPECT_EQ(python_raises("warmup_hashes('pykernels.vector', 'add_kernel', [X, Y, O, 16, 64], {'num_warps': 8})"),
-            "nothing");
+  EXPECT_EQ(
+      raises_exactly<te::NotSupportedError>(
+          [&] { add.compile(ptr(0x1000), ptr(0x2000), ptr(0x3000), 16, 64, "num_warps"_a = 8); }),
+      "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): got an unexpected named argument "
+      "'num_warps': it is a Triton option, not a parameter; set it with "
+      "with_options(triton_embed::Options().num_warps(...))");
+  EXPECT_EQ(
+      python_raises(
+          "warmup_hashes('pykernels.vector', 'add_kernel', [X, Y, O, 16, 64], {'num_warps': 8})"),
+      "nothing");
 }
 
 // Python: TypeError("failed to specialize argument of type: str") from the binder.
 TEST_F(ErrorTable, UnspecialisableValueIsTypeError) {
   te::JitFunction add("pykernels.vector", "add_kernel");
-  raises_exactly<te::TypeError>([&] { add.compile(ptr(0x1000), ptr(0x2000), ptr(0x3000), "abc", 64); });
-  raises_exactly<te::TypeError>([&] { add.compile(ptr(0x1000), ptr(0x2000), ptr(0x3000), te::DType::fp16, 64); });
+  raises_exactly<te::TypeError>(
+      [&] { add.compile(ptr(0x1000), ptr(0x2000), ptr(0x3000), "abc", 64); });
+  raises_exactly<te::TypeError>(
+      [&] { add.compile(ptr(0x1000), ptr(0x2000), ptr(0x3000), te::DType::fp16, 64); });
   raises_exactly<te::TypeError>(
       [&] { add.compile(ptr(0x1000), ptr(0x2000), ptr(0x3000), std::make_tuple("a", 1), 64); });
-  EXPECT_EQ(python_raises("warmup_hashes('pykernels.vector', 'add_kernel', [X, Y, O, 'abc', 64], {})"), "TypeError");
-  EXPECT_EQ(python_raises("warmup_hashes('pykernels.vector', 'add_kernel', [X, Y, O, tl.float16, 64], {})"),
+  EXPECT_EQ(
+      python_raises("warmup_hashes('pykernels.vector', 'add_kernel', [X, Y, O, 'abc', 64], {})"),
+      "TypeError");
+  EXPECT_EQ(python_raises(
+                "warmup_hashes('pykernels.vector', 'add_kernel', [X, Y, O, tl.float16, 64], {})"),
             "TypeError");
-  EXPECT_EQ(python_raises("warmup_hashes('pykernels.vector', 'add_kernel', [X, Y, O, ('a', 1), 64], {})"),
-            "TypeError");
+  EXPECT_EQ(
+      python_raises("warmup_hashes('pykernels.vector', 'add_kernel', [X, Y, O, ('a', 1), 64], {})"),
+      "TypeError");
 }
 
 // Python's launcher: PyLong_AsLong(1.5) and a pointer without data_ptr() raise TypeError.
 TEST_F(ErrorTable, WrongKindForAnAnnotationIsTypeError) {
   te::JitFunction ann("te_compile_kernels", "annotated_kernel");
-  raises_exactly<te::TypeError>([&] { ann.compile(ptr(0x1000), ptr(0x2000), 1.5, 0.5, true, 128); });
+  raises_exactly<te::TypeError>(
+      [&] { ann.compile(ptr(0x1000), ptr(0x2000), 1.5, 0.5, true, 128); });
   raises_exactly<te::TypeError>([&] { ann.compile(1.0, ptr(0x2000), 10, 0.5, true, 128); });
   EXPECT_EQ(python_raises("launcher_convert('i64', 1.5)"), "TypeError");
   EXPECT_EQ(python_raises("launcher_convert('*fp32', 1.0)"), "TypeError");
@@ -390,19 +432,26 @@ TEST_F(ErrorTable, NumberThatDoesNotFitIsOverflowError) {
   const char* sig = "annotated_kernel(x_ptr, out_ptr, n, alpha, flag, BLOCK)";
   EXPECT_EQ(raises_exactly<te::OverflowError>(
                 [&] { ann.compile(ptr(0x1000), ptr(0x2000), uint64_t{1} << 63, 0.5, true, 128); }),
-            std::string(sig) + ": argument #2 'n': 9223372036854775808 does not fit the annotated "
-                               "type i64 (range [-2^63, 2^63 - 1])");
-  EXPECT_EQ(raises_exactly<te::OverflowError>([&] { ann.compile(-1, ptr(0x2000), 10, 0.5, true, 128); }),
-            std::string(sig) + ": argument #0 'x_ptr': -1 is not a valid address; pass a pointer "
-                               "or an address from 0 to 2^64 - 1");
+            std::string(sig) +
+                ": argument #2 'n': 9223372036854775808 does not fit the annotated "
+                "type i64 (range [-2^63, 2^63 - 1])");
+  EXPECT_EQ(
+      raises_exactly<te::OverflowError>([&] { ann.compile(-1, ptr(0x2000), 10, 0.5, true, 128); }),
+      std::string(sig) +
+          ": argument #0 'x_ptr': -1 is not a valid address; pass a pointer "
+          "or an address from 0 to 2^64 - 1");
   uint64_t slots[8];
   EXPECT_EQ(raises_exactly<te::OverflowError>([&] {
-              te::detail::testing::dry_run(ann, slots, ptr(0x1000), ptr(0x2000), int64_t{5}, 1e6, true, 128);
+              te::detail::testing::dry_run(ann, slots, ptr(0x1000), ptr(0x2000), int64_t{5}, 1e6,
+                                           true, 128);
             }),
-            std::string(sig) + ": argument #3 'alpha': 1e+06 is too large for fp16 (largest finite "
-                               "value 65504)");
-  EXPECT_EQ(raises_exactly<te::OverflowError>([&] { ann.compile(ptr(0x1000), ptr(0x2000), 10, 0.5, 2, 128); }),
-            std::string(sig) + ": argument #4 'flag': 2 does not fit the annotated type u1 (range [0, 1])");
+            std::string(sig) +
+                ": argument #3 'alpha': 1e+06 is too large for fp16 (largest finite "
+                "value 65504)");
+  EXPECT_EQ(raises_exactly<te::OverflowError>(
+                [&] { ann.compile(ptr(0x1000), ptr(0x2000), 10, 0.5, 2, 128); }),
+            std::string(sig) +
+                ": argument #4 'flag': 2 does not fit the annotated type u1 (range [0, 1])");
   te::JitFunction u8("te_spec_kernels", "k_u8");
   raises_exactly<te::OverflowError>([&] { u8.compile(-1); });
   EXPECT_EQ(python_raises("launcher_convert('i64', 2**63)"), "OverflowError");
@@ -425,12 +474,16 @@ TEST_F(ErrorTable, GridOutOfRange) {
             "launching pykernels.vector.add_kernel: grid (2147483648, 1, 1) has an axis of 2^31 "
             "or more; each axis is a 32-bit int (x * num_ctas below 2^31, y and z below 65536): "
             "split the work over more axes or more work per program");
-  EXPECT_EQ(raises_exactly<te::ValueError>([&] { te::detail::testing::check_grid(add.state(), te::Grid(-1), 1); }),
+  EXPECT_EQ(raises_exactly<te::ValueError>(
+                [&] { te::detail::testing::check_grid(add.state(), te::Grid(-1), 1); }),
             "launching pykernels.vector.add_kernel: grid (-1, 1, 1) is out of range: each axis "
             "must be >= 0, x * num_ctas (1) below 2^31 and y, z below 65536");
-  raises_exactly<te::ValueError>([&] { te::detail::testing::check_grid(add.state(), te::Grid(1, 70000), 1); });
-  raises_exactly<te::ValueError>([&] { te::detail::testing::check_grid(add.state(), te::Grid(1 << 30), 2); });
-  te::detail::testing::check_grid(add.state(), te::Grid(0x7FFFFFFF, 65535, 65535), 1);  // the largest
+  raises_exactly<te::ValueError>(
+      [&] { te::detail::testing::check_grid(add.state(), te::Grid(1, 70000), 1); });
+  raises_exactly<te::ValueError>(
+      [&] { te::detail::testing::check_grid(add.state(), te::Grid(1 << 30), 2); });
+  te::detail::testing::check_grid(add.state(), te::Grid(0x7FFFFFFF, 65535, 65535),
+                                  1);  // the largest
   EXPECT_EQ(python_raises("launcher_grid(2**31)"), "OverflowError");
   EXPECT_EQ(python_raises("launcher_grid(-1)"), "nothing");
 }
@@ -443,9 +496,12 @@ TEST_F(ErrorTable, GridCallableUnknownNameIsLookupError) {
   const te::Meta meta(add.state(), vals, 5);
   raises_exactly<te::LookupError>([&] { meta["nope"]; });
   raises_exactly<te::TypeError>([&] { meta["x_ptr"]; });
-  EXPECT_EQ(python_raises("bound_args(pykernels.vector.add_kernel, X, Y, O, 4096, 256)['nope']"), "KeyError");
-  EXPECT_EQ(python_raises("triton.cdiv(bound_args(pykernels.vector.add_kernel, X, Y, O, 4096, 256)['x_ptr'], 2)"),
-            "TypeError");
+  EXPECT_EQ(python_raises("bound_args(pykernels.vector.add_kernel, X, Y, O, 4096, 256)['nope']"),
+            "KeyError");
+  EXPECT_EQ(
+      python_raises(
+          "triton.cdiv(bound_args(pykernels.vector.add_kernel, X, Y, O, 4096, 256)['x_ptr'], 2)"),
+      "TypeError");
 }
 
 // Python: a host-memory tensor fails in the launcher's pointer check with ValueError ("cannot be
@@ -468,8 +524,10 @@ TEST_F(ErrorTable, HostMemoryPointerIsValueError) {
 // Python: CompilationError (triton.compiler.errors) from warmup.
 TEST_F(ErrorTable, CompileFailureIsCompileError) {
   te::JitFunction broken("te_broken_kernels", "broken_kernel");
-  const std::string msg = raises_exactly<te::CompileError>([&] { broken.compile(ptr(0x1000), 16, 128); });
-  EXPECT_EQ(msg.rfind("Triton failed to compile te_broken_kernels.broken_kernel as ", 0), 0u) << msg;
+  const std::string msg =
+      raises_exactly<te::CompileError>([&] { broken.compile(ptr(0x1000), 16, 128); });
+  EXPECT_EQ(msg.rfind("Triton failed to compile te_broken_kernels.broken_kernel as ", 0), 0u)
+      << msg;
   EXPECT_EQ(python_raises("warmup_hashes('te_broken_kernels', 'broken_kernel', [X, 16, 128], {})"),
             "triton.compiler.errors.CompilationError");
 }
@@ -478,15 +536,18 @@ TEST_F(ErrorTable, CompileFailureIsCompileError) {
 TEST_F(ErrorTable, StricterThanPython) {
   te::JitFunction add("pykernels.vector", "add_kernel");
   // A pointer for a tl.constexpr parameter: Python bakes the tensor object into the kernel.
-  raises_exactly<te::TypeError>([&] { add.compile(ptr(0x1000), ptr(0x2000), ptr(0x3000), 16, ptr(0x4000)); });
+  raises_exactly<te::TypeError>(
+      [&] { add.compile(ptr(0x1000), ptr(0x2000), ptr(0x3000), 16, ptr(0x4000)); });
   EXPECT_EQ(python_raises("bound_args(pykernels.vector.add_kernel, X, Y, O, 16, X)"), "nothing");
   // A pointer without an element type: Python's binder reads .dtype (AttributeError).
   raises_exactly<te::TypeError>([&] {
-    add.compile(te::Pointer(uint64_t{0x1000}, te::DType::invalid), ptr(0x2000), ptr(0x3000), 16, 64);
+    add.compile(te::Pointer(uint64_t{0x1000}, te::DType::invalid), ptr(0x2000), ptr(0x3000), 16,
+                64);
   });
   te_test::Gil gil;
   te_test::exec("class NoDtype:\n    def data_ptr(self):\n        return 0x1000\n");
-  EXPECT_EQ(python_raises("bound_args(pykernels.vector.add_kernel, NoDtype(), Y, O, 16, 64)"), "AttributeError");
+  EXPECT_EQ(python_raises("bound_args(pykernels.vector.add_kernel, NoDtype(), Y, O, 16, 64)"),
+            "AttributeError");
 }
 
 }  // namespace

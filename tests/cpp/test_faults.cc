@@ -14,14 +14,12 @@
 #include <typeinfo>
 #include <vector>
 
-#include <triton_embed/detail/testing.h>
-
 #include "resources.h"
 #include "test_support.h"
+#include "testing/testing.h"
 
 #ifdef TE_HAVE_CUDART
 #include <cuda_runtime_api.h>
-
 #include <triton_embed/allocator.h>
 #endif
 
@@ -69,8 +67,8 @@ int64_t fresh_tag() {
 // and opens or closes its gate.
 void set_fault(const std::string& mode, bool gate_open) {
   te_test::Gil gil;
-  te_test::exec("import te_fault_kernels as _tf\n_tf.mode = '" + mode +
-                "'\n_tf.entered = 0\n" + (gate_open ? "_tf.gate.set()\n" : "_tf.gate.clear()\n"));
+  te_test::exec("import te_fault_kernels as _tf\n_tf.mode = '" + mode + "'\n_tf.entered = 0\n" +
+                (gate_open ? "_tf.gate.set()\n" : "_tf.gate.clear()\n"));
 }
 
 long fault_entered() {
@@ -190,10 +188,10 @@ TEST_F(Faults, FailedCompilesLeakNothing) {
     te_test::Gil gil;
     te_test::install_python_helpers();
     return pybind11::module_::import("te_helpers")
-        .attr("warmup_failures")("te_fault_kernels", "gated_kernel",
-                                 te_test::eval("(P(0x10000, 'int32'), 1000, " +
-                                               std::to_string(tag) + ", 128)"),
-                                 pybind11::dict(), times)
+        .attr("warmup_failures")(
+            "te_fault_kernels", "gated_kernel",
+            te_test::eval("(P(0x10000, 'int32'), 1000, " + std::to_string(tag) + ", 128)"),
+            pybind11::dict(), times)
         .cast<int>();
   };
   for (int i = 0; i < 10; ++i) fail_in_cpp();  // warm-up: Triton's and Python's caches fill
@@ -234,8 +232,9 @@ TEST_F(Faults, KeyboardInterruptDuringACompileIsAPythonError) {
   std::thread([&] { raised = outcome_of(compile); }).join();
   ASSERT_NE(raised.type, nullptr);
   EXPECT_EQ(*raised.type, typeid(te::PythonError)) << raised.type->name();
-  EXPECT_EQ(raised.what, where + "KeyboardInterrupt: te_fault_kernels: injected interrupt; "
-                                 "nothing was cached, the next call compiles again");
+  EXPECT_EQ(raised.what, where +
+                             "KeyboardInterrupt: te_fault_kernels: injected interrupt; "
+                             "nothing was cached, the next call compiles again");
   EXPECT_EQ(te::detail::testing::cache_size(gated), cached);
 
   // Ctrl-C's path: the main thread (this one) compiles and is interrupted through Python's
@@ -386,7 +385,8 @@ class FailingAllocator : public te::ScratchAllocator {
 };
 
 TEST_F(FaultsGpu, ScratchAllocationFailures) {
-  if (arch_ < 90) GTEST_SKIP() << "the kernel that needs global scratch (tensor descriptors) needs sm90+";
+  if (arch_ < 90)
+    GTEST_SKIP() << "the kernel that needs global scratch (tensor descriptors) needs sm90+";
   const int M = 128, N = 128, B = 32;
   std::vector<float> h(M * N);
   for (int i = 0; i < M * N; ++i) h[i] = static_cast<float>(i % 1000);
@@ -402,7 +402,8 @@ TEST_F(FaultsGpu, ScratchAllocationFailures) {
   const auto check_copy = [&](bool copied) {
     std::vector<float> out(M * N);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(out.data(), dst, M * N * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(out.data(), dst, M * N * sizeof(float), cudaMemcpyDeviceToHost),
+              cudaSuccess);
     for (int i = 0; i < M * N; ++i) ASSERT_EQ(out[i], copied ? 2 * h[i] : 0.f) << i;
   };
   copy.launch(grid, nullptr, src, dst, M, N, B, B);  // loads the kernel (warm-up)
@@ -410,10 +411,10 @@ TEST_F(FaultsGpu, ScratchAllocationFailures) {
 
   auto throwing = std::make_shared<FailingAllocator>(true);
   auto null = std::make_shared<FailingAllocator>(false);
-  const std::string null_message = "launching te_gpu_kernels.tma_copy_kernel: the global scratch "
-                                   "allocator returned a null address for " +
-                                   std::to_string(bytes) +
-                                   " bytes; an allocator that cannot allocate must throw";
+  const std::string null_message =
+      "launching te_gpu_kernels.tma_copy_kernel: the global scratch "
+      "allocator returned a null address for " +
+      std::to_string(bytes) + " bytes; an allocator that cannot allocate must throw";
   int wrong = 0;
   const auto fail_both = [&] {
     te::set_scratch_allocator(throwing);
@@ -464,10 +465,11 @@ TEST_F(FaultsGpu, ScratchAllocationFailures) {
     EXPECT_EQ(e.call(), "cuMemAllocAsync");
     EXPECT_EQ(e.name(), "CUDA_ERROR_OUT_OF_MEMORY");
     EXPECT_EQ(e.code(), 2);
-    EXPECT_EQ(std::string(e.what()).rfind("allocating kernel scratch memory: cuMemAllocAsync failed "
-                                          "with CUDA_ERROR_OUT_OF_MEMORY (2): ",
-                                          0),
-              0u)
+    EXPECT_EQ(
+        std::string(e.what()).rfind("allocating kernel scratch memory: cuMemAllocAsync failed "
+                                    "with CUDA_ERROR_OUT_OF_MEMORY (2): ",
+                                    0),
+        0u)
         << e.what();
   }
   check_copy(false);
@@ -491,8 +493,8 @@ TEST_F(FaultsGpu, ModuleLoadFailureIsACudaError) {
   std::vector<float> ones(n, 1.0f);
   CUDA_ASSERT(cudaMemcpy(x, ones.data(), n * sizeof(float), cudaMemcpyHostToDevice));
   CUDA_ASSERT(cudaMemcpy(y, ones.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-  te::JitFunction add = te::JitFunction("pykernels.vector", "add_kernel")
-                            .with_options(te::Options().num_warps(2));
+  te::JitFunction add =
+      te::JitFunction("pykernels.vector", "add_kernel").with_options(te::Options().num_warps(2));
   te::set_target(te::Target::parse("cuda:" + std::to_string(other)));
   const std::string hash = add.compile(x, y, out, n, 256).hash();
   const std::string prefix = "loading pykernels.vector.add_kernel (hash " + hash +

@@ -4,6 +4,8 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime_api.h>
+#include <triton_embed/allocator.h>
+#include <triton_embed/cuda_types.h>
 
 #include <atomic>
 #include <cmath>
@@ -13,13 +15,10 @@
 #include <thread>
 #include <vector>
 
-#include <triton_embed/allocator.h>
-#include <triton_embed/cuda_types.h>
-#include <triton_embed/detail/testing.h>
-
 #include "alloc_counter.h"
-#include "test_support.h"
 #include "device_buffer.h"
+#include "test_support.h"
+#include "testing/testing.h"
 
 namespace te = triton_embed;
 namespace py = pybind11;
@@ -38,8 +37,9 @@ uint16_t to_half(float f) {
 
 TEST(CudaTypes, PointersToCudaTypesHaveTheirDtype) {  // runs without a GPU too
   te::detail::ArgValue v[4];
-  te::detail::fill_args(v, reinterpret_cast<__half*>(0x100), reinterpret_cast<const __nv_bfloat16*>(0x200),
-                        reinterpret_cast<__nv_fp8_e4m3*>(0x300), reinterpret_cast<__nv_fp8_e5m2*>(0x400));
+  te::detail::fill_args(
+      v, reinterpret_cast<__half*>(0x100), reinterpret_cast<const __nv_bfloat16*>(0x200),
+      reinterpret_cast<__nv_fp8_e4m3*>(0x300), reinterpret_cast<__nv_fp8_e5m2*>(0x400));
   EXPECT_EQ(v[0].dtype, te::DType::fp16);
   EXPECT_EQ(v[1].dtype, te::DType::bf16);
   EXPECT_EQ(v[2].dtype, te::DType::fp8e4nv);
@@ -86,8 +86,10 @@ TEST_F(Gpu, VectorAddMatchesCpuAndPythonTriton) {
     char code[512];
     std::snprintf(code, sizeof(code),
                   "from pykernels.vector import add_kernel\n"
-                  "_ck = add_kernel[(%d,)](P(%llu, 'float32'), P(%llu, 'float32'), P(%llu, 'float32'), %d, BLOCK=1024)\n",
-                  static_cast<int>(te::cdiv(n, 1024)), static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(x.ptr)),
+                  "_ck = add_kernel[(%d,)](P(%llu, 'float32'), P(%llu, 'float32'), P(%llu, "
+                  "'float32'), %d, BLOCK=1024)\n",
+                  static_cast<int>(te::cdiv(n, 1024)),
+                  static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(x.ptr)),
                   static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(y.ptr)),
                   static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(out_py.ptr)), n);
     te_test::exec(code);
@@ -242,7 +244,8 @@ TEST_F(Gpu, LargeSharedMemoryIsEnabled) {
     FAIL() << "expected OutOfResourcesError";
   } catch (const te::OutOfResourcesError& e) {
     const std::string msg = e.what();
-    EXPECT_EQ(msg.rfind("te_gpu_kernels.matmul_kernel as matmul_kernel(a_ptr: *fp16 D", 0), 0u) << msg;
+    EXPECT_EQ(msg.rfind("te_gpu_kernels.matmul_kernel as matmul_kernel(a_ptr: *fp16 D", 0), 0u)
+        << msg;
     EXPECT_NE(msg.find(" bytes of shared memory; the device allows "), std::string::npos) << msg;
     EXPECT_NE(msg.find(". Lower num_stages or the block sizes."), std::string::npos) << msg;
   }
@@ -294,8 +297,9 @@ TEST_F(Gpu, GlobalScratchThroughTheAllocator) {
   out = dst.download();
   for (int i = 0; i < M * N; ++i) ASSERT_EQ(out[i], 2 * h[i]) << i;
   // A grid whose scratch size overflows 64 bits is refused before anything is allocated.
-  EXPECT_THROW(copy.launch(te::Grid(0x7FFFFFFF, 65535, 65535), nullptr, src.ptr, dst.ptr, M, N, 32, 32),
-               te::ValueError);
+  EXPECT_THROW(
+      copy.launch(te::Grid(0x7FFFFFFF, 65535, 65535), nullptr, src.ptr, dst.ptr, M, N, 32, 32),
+      te::ValueError);
 }
 
 TEST_F(Gpu, ClustersPdlAndCooperativeLaunches) {
@@ -332,12 +336,13 @@ TEST_F(Gpu, ClustersPdlAndCooperativeLaunches) {
     EXPECT_EQ(e.name(), "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE");
     EXPECT_FALSE(e.text().empty());
     const std::string msg = e.what();
-    EXPECT_EQ(msg.rfind("launching pykernels.vector.add_kernel as add_kernel(x_ptr: *fp32 D, y_ptr: "
-                        "*fp32 D, out_ptr: *fp32 D, n_elements: i32 D, BLOCK: constexpr = 1024) on "
-                        "grid (1048576, 1, 1): cuLaunchKernelEx failed with "
-                        "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE (720): ",
-                        0),
-              0u)
+    EXPECT_EQ(
+        msg.rfind("launching pykernels.vector.add_kernel as add_kernel(x_ptr: *fp32 D, y_ptr: "
+                  "*fp32 D, out_ptr: *fp32 D, n_elements: i32 D, BLOCK: constexpr = 1024) on "
+                  "grid (1048576, 1, 1): cuLaunchKernelEx failed with "
+                  "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE (720): ",
+                  0),
+        0u)
         << msg;
   }
 }
@@ -389,7 +394,8 @@ TEST_F(Gpu, CachedLaunchesDoNotAllocate) {
   CUDA_ASSERT(cudaStreamSynchronize(s));
   {
     te_test::CountAllocations count;
-    for (int i = 0; i < 1000; ++i) add.launch({te::cdiv(n, 1024)}, s, x.ptr, x.ptr, out.ptr, n, 1024);
+    for (int i = 0; i < 1000; ++i)
+      add.launch({te::cdiv(n, 1024)}, s, x.ptr, x.ptr, out.ptr, n, 1024);
     EXPECT_EQ(count.count(), 0u);
   }
   CUDA_ASSERT(cudaStreamSynchronize(s));

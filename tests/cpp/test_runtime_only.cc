@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 #include <triton_embed/bundle.h>
-#include <triton_embed/detail/testing.h>
 #include <triton_embed/jit.h>
 
 #include <cstdlib>
@@ -15,6 +14,7 @@
 
 #include "argument_error_cases.h"
 #include "bundle_calls.h"
+#include "testing/testing.h"
 
 namespace te = triton_embed;
 

@@ -23,10 +23,9 @@
 #include <typeinfo>
 #include <vector>
 
-#include <triton_embed/detail/testing.h>
-
 #include "resources.h"
 #include "test_support.h"
+#include "testing/testing.h"
 
 #ifdef TE_HAVE_CUDART
 #include <cuda_runtime_api.h>
@@ -89,8 +88,8 @@ struct Case {
 void record(Case& c) {
   uint64_t slots[32] = {};
   try {
-    c.call(slots);             // may compile
-    c.np = c.call(c.slots);    // a hit now
+    c.call(slots);           // may compile
+    c.np = c.call(c.slots);  // a hit now
     c.bad = false;
   } catch (const std::exception& e) {
     c.bad = true;
@@ -105,7 +104,8 @@ std::string check(const Case& c) {
   try {
     const int n = c.call(slots);
     if (c.bad) return c.name + ": no exception";
-    if (n != c.np) return c.name + ": returned " + std::to_string(n) + ", not " + std::to_string(c.np);
+    if (n != c.np)
+      return c.name + ": returned " + std::to_string(n) + ", not " + std::to_string(c.np);
     if (std::memcmp(slots, c.slots, sizeof(uint64_t) * static_cast<size_t>(n)) != 0) {
       return c.name + ": other packed values";
     }
@@ -131,27 +131,94 @@ TEST(Soak, EightThreadsMixGoodAndBadHostPathCalls) {
   const te::Pointer h1(uint64_t{0x40000}, te::DType::fp16), h2(uint64_t{0x50010}, te::DType::fp16);
 
   std::vector<Case> cases = {
-      {"add aligned D", [&](uint64_t* s) { return tt::dry_run(add, s, at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 4096, 1024); }},
-      {"add other addresses", [&](uint64_t* s) { return tt::dry_run(add, s, at<float>(0x11000), at<float>(0x21000), at<float>(0x31000), 8192, 1024); }},
-      {"add misaligned", [&](uint64_t* s) { return tt::dry_run(add, s, at<float>(0x10004), at<float>(0x20000), at<float>(0x30008), 1000, 256); }},
-      {"add n=1", [&](uint64_t* s) { return tt::dry_run(add, s, at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 1, 128); }},
-      {"add i64 n", [&](uint64_t* s) { return tt::dry_run(add, s, at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), int64_t{1} << 33, 256); }},
+      {"add aligned D",
+       [&](uint64_t* s) {
+         return tt::dry_run(add, s, at<float>(0x10000), at<float>(0x20000), at<float>(0x30000),
+                            4096, 1024);
+       }},
+      {"add other addresses",
+       [&](uint64_t* s) {
+         return tt::dry_run(add, s, at<float>(0x11000), at<float>(0x21000), at<float>(0x31000),
+                            8192, 1024);
+       }},
+      {"add misaligned",
+       [&](uint64_t* s) {
+         return tt::dry_run(add, s, at<float>(0x10004), at<float>(0x20000), at<float>(0x30008),
+                            1000, 256);
+       }},
+      {"add n=1",
+       [&](uint64_t* s) {
+         return tt::dry_run(add, s, at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 1,
+                            128);
+       }},
+      {"add i64 n",
+       [&](uint64_t* s) {
+         return tt::dry_run(add, s, at<float>(0x10000), at<float>(0x20000), at<float>(0x30000),
+                            int64_t{1} << 33, 256);
+       }},
       {"add fp16", [&](uint64_t* s) { return tt::dry_run(add, s, h1, h2, h1, 4096, 512); }},
-      {"add num_warps=2", [&](uint64_t* s) { return tt::dry_run(add2, s, at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 4096, 1024); }},
-      {"add named", [&](uint64_t* s) { return tt::dry_run(add, s, at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 4096, "BLOCK"_a = 1024); }},
-      {"axpy default", [&](uint64_t* s) { return tt::dry_run(axpy, s, at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 2.5, 4096); }},
-      {"annotated", [&](uint64_t* s) { return tt::dry_run(ann, s, at<float>(0x10000), at<float>(0x20000), int64_t{-5}, 0.1, true, 128); }},
-      {"tuple", [&](uint64_t* s) { return tt::dry_run(tup, s, std::make_tuple(at<float>(0x10000), at<float>(0x20004)), std::make_tuple(64, 1), at<float>(0x30000), 64); }},
-      {"dtype and string", [&](uint64_t* s) { return tt::dry_run(dt, s, at<float>(0x10000), h1, 100, te::DType::fp16, "double", 128); }},
-      {"heuristics", [&](uint64_t* s) { return tt::dry_run(heur, s, at<float>(0x10000), at<float>(0x20000), 4096); }},
+      {"add num_warps=2",
+       [&](uint64_t* s) {
+         return tt::dry_run(add2, s, at<float>(0x10000), at<float>(0x20000), at<float>(0x30000),
+                            4096, 1024);
+       }},
+      {"add named",
+       [&](uint64_t* s) {
+         return tt::dry_run(add, s, at<float>(0x10000), at<float>(0x20000), at<float>(0x30000),
+                            4096, "BLOCK"_a = 1024);
+       }},
+      {"axpy default",
+       [&](uint64_t* s) {
+         return tt::dry_run(axpy, s, at<float>(0x10000), at<float>(0x20000), at<float>(0x30000),
+                            2.5, 4096);
+       }},
+      {"annotated",
+       [&](uint64_t* s) {
+         return tt::dry_run(ann, s, at<float>(0x10000), at<float>(0x20000), int64_t{-5}, 0.1, true,
+                            128);
+       }},
+      {"tuple",
+       [&](uint64_t* s) {
+         return tt::dry_run(tup, s, std::make_tuple(at<float>(0x10000), at<float>(0x20004)),
+                            std::make_tuple(64, 1), at<float>(0x30000), 64);
+       }},
+      {"dtype and string",
+       [&](uint64_t* s) {
+         return tt::dry_run(dt, s, at<float>(0x10000), h1, 100, te::DType::fp16, "double", 128);
+       }},
+      {"heuristics",
+       [&](uint64_t* s) {
+         return tt::dry_run(heur, s, at<float>(0x10000), at<float>(0x20000), 4096);
+       }},
       // Bad calls.
-      {"wrong count", [&](uint64_t* s) { return tt::dry_run(add, s, at<float>(0x10000), at<float>(0x20000)); }},
-      {"string for a runtime parameter", [&](uint64_t* s) { return tt::dry_run(add, s, at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), "abc", 1024); }},
-      {"pointer for a constexpr", [&](uint64_t* s) { return tt::dry_run(add, s, at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 16, at<float>(0x40000)); }},
-      {"2 for u1", [&](uint64_t* s) { return tt::dry_run(ann, s, at<float>(0x10000), at<float>(0x20000), 10, 0.5, 2, 128); }},
-      {"fp16 overflow", [&](uint64_t* s) { return tt::dry_run(ann, s, at<float>(0x10000), at<float>(0x20000), int64_t{5}, 1e6, true, 128); }},
-      {"unknown name", [&](uint64_t* s) { return tt::dry_run(add, s, at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 4096, "BLOK"_a = 1024); }},
-      {"heuristics wrong count", [&](uint64_t* s) { return tt::dry_run(heur, s, at<float>(0x10000)); }},
+      {"wrong count",
+       [&](uint64_t* s) { return tt::dry_run(add, s, at<float>(0x10000), at<float>(0x20000)); }},
+      {"string for a runtime parameter",
+       [&](uint64_t* s) {
+         return tt::dry_run(add, s, at<float>(0x10000), at<float>(0x20000), at<float>(0x30000),
+                            "abc", 1024);
+       }},
+      {"pointer for a constexpr",
+       [&](uint64_t* s) {
+         return tt::dry_run(add, s, at<float>(0x10000), at<float>(0x20000), at<float>(0x30000), 16,
+                            at<float>(0x40000));
+       }},
+      {"2 for u1",
+       [&](uint64_t* s) {
+         return tt::dry_run(ann, s, at<float>(0x10000), at<float>(0x20000), 10, 0.5, 2, 128);
+       }},
+      {"fp16 overflow",
+       [&](uint64_t* s) {
+         return tt::dry_run(ann, s, at<float>(0x10000), at<float>(0x20000), int64_t{5}, 1e6, true,
+                            128);
+       }},
+      {"unknown name",
+       [&](uint64_t* s) {
+         return tt::dry_run(add, s, at<float>(0x10000), at<float>(0x20000), at<float>(0x30000),
+                            4096, "BLOK"_a = 1024);
+       }},
+      {"heuristics wrong count",
+       [&](uint64_t* s) { return tt::dry_run(heur, s, at<float>(0x10000)); }},
   };
   std::vector<const Case*> good, bad;
   for (Case& c : cases) {
@@ -163,7 +230,8 @@ TEST(Soak, EightThreadsMixGoodAndBadHostPathCalls) {
   ASSERT_EQ(bad.size(), 7u);
   for (const Case* c : good) ASSERT_GT(c->np, 0) << c->name;
   EXPECT_EQ(*cases[13].type, typeid(te::TypeError));
-  EXPECT_EQ(cases[13].what, "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): expected 5 arguments, got 2");
+  EXPECT_EQ(cases[13].what,
+            "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): expected 5 arguments, got 2");
   EXPECT_EQ(*cases[14].type, typeid(te::TypeError));
   EXPECT_EQ(*cases[15].type, typeid(te::TypeError));
   EXPECT_EQ(*cases[16].type, typeid(te::OverflowError));
@@ -232,13 +300,13 @@ TEST(Soak, EightThreadsMixGoodAndBadHostPathCalls) {
 // else in the buffer changes.
 struct GpuCase {
   const char* name;
-  int kernel;        // 0 add_kernel, 1 axpy_kernel (default BLOCK when block == 0)
+  int kernel;  // 0 add_kernel, 1 axpy_kernel (default BLOCK when block == 0)
   te::DType dtype;
-  int elem;          // bytes
-  int off;           // elements: 1 makes the pointers misaligned
+  int elem;  // bytes
+  int off;   // elements: 1 makes the pointers misaligned
   int n, block;
-  double alpha;      // axpy
-  bool options;      // num_warps=2
+  double alpha;  // axpy
+  bool options;  // num_warps=2
   double inc;
 };
 
@@ -259,10 +327,26 @@ constexpr int kBufElems = 4096 + 1024 + 16;
 double element(const std::vector<char>& h, const GpuCase& c, int i) {
   const char* p = h.data() + static_cast<size_t>(i) * c.elem;
   switch (c.dtype) {
-    case te::DType::fp32: { float v; std::memcpy(&v, p, 4); return v; }
-    case te::DType::fp64: { double v; std::memcpy(&v, p, 8); return v; }
-    case te::DType::i32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    default: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+    case te::DType::fp32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case te::DType::fp64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case te::DType::i32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    default: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return static_cast<double>(v);
+    }
   }
 }
 
@@ -291,18 +375,32 @@ TEST(SoakGpu, EightThreadsMixGoodAndBadLaunches) {
       std::vector<char> ones(bytes);
       for (int i = 0; i < kBufElems; ++i) {
         char* p = ones.data() + static_cast<size_t>(i) * gc.elem;
-        if (gc.dtype == te::DType::fp32) { const float v = 1; std::memcpy(p, &v, 4); }
-        if (gc.dtype == te::DType::fp64) { const double v = 1; std::memcpy(p, &v, 8); }
-        if (gc.dtype == te::DType::i32) { const int32_t v = 1; std::memcpy(p, &v, 4); }
-        if (gc.dtype == te::DType::i64) { const int64_t v = 1; std::memcpy(p, &v, 8); }
+        if (gc.dtype == te::DType::fp32) {
+          const float v = 1;
+          std::memcpy(p, &v, 4);
+        }
+        if (gc.dtype == te::DType::fp64) {
+          const double v = 1;
+          std::memcpy(p, &v, 8);
+        }
+        if (gc.dtype == te::DType::i32) {
+          const int32_t v = 1;
+          std::memcpy(p, &v, 4);
+        }
+        if (gc.dtype == te::DType::i64) {
+          const int64_t v = 1;
+          std::memcpy(p, &v, 8);
+        }
       }
       CUDA_ASSERT(cudaMemcpy(bufs[t][c].x, ones.data(), bytes, cudaMemcpyHostToDevice));
     }
   }
   const auto launch = [&](int t, int c, cudaStream_t s) {
     const GpuCase& gc = kGpuCases[c];
-    const uint64_t acc = reinterpret_cast<uint64_t>(bufs[t][c].acc) + static_cast<uint64_t>(gc.off) * gc.elem;
-    const uint64_t x = reinterpret_cast<uint64_t>(bufs[t][c].x) + static_cast<uint64_t>(gc.off) * gc.elem;
+    const uint64_t acc =
+        reinterpret_cast<uint64_t>(bufs[t][c].acc) + static_cast<uint64_t>(gc.off) * gc.elem;
+    const uint64_t x =
+        reinterpret_cast<uint64_t>(bufs[t][c].x) + static_cast<uint64_t>(gc.off) * gc.elem;
     const te::Pointer pa(acc, gc.dtype), px(x, gc.dtype);
     const int block = gc.block == 0 ? 1024 : gc.block;
     const te::Grid grid(te::cdiv(gc.n, block));
@@ -428,13 +526,14 @@ TEST(SoakGpu, EightThreadsMixGoodAndBadLaunches) {
     all_bad += bad_count[t];
   }
   const int64_t launches = per_thread * kThreads - all_bad;
-  std::printf("soak (GPU): %lld launches and %lld bad calls from %d threads in %.1f s (%.0f "
-              "launches/s); device memory %+lld bytes, resident memory %+lld bytes\n",
-              static_cast<long long>(launches), static_cast<long long>(all_bad), kThreads, secs,
-              launches / secs,
-              static_cast<long long>(free_before) - static_cast<long long>(free_after),
-              static_cast<long long>(rss_after - rss_before));
-  const int64_t device_growth = static_cast<int64_t>(free_before) - static_cast<int64_t>(free_after);
+  std::printf(
+      "soak (GPU): %lld launches and %lld bad calls from %d threads in %.1f s (%.0f "
+      "launches/s); device memory %+lld bytes, resident memory %+lld bytes\n",
+      static_cast<long long>(launches), static_cast<long long>(all_bad), kThreads, secs,
+      launches / secs, static_cast<long long>(free_before) - static_cast<long long>(free_after),
+      static_cast<long long>(rss_after - rss_before));
+  const int64_t device_growth =
+      static_cast<int64_t>(free_before) - static_cast<int64_t>(free_after);
   EXPECT_LE(device_growth, te_test::kMiB);
   EXPECT_GE(device_growth, -te_test::kMiB);
   if (te_test::under_cuda_tool()) {

@@ -11,9 +11,8 @@
 #include <tuple>
 #include <vector>
 
-#include <triton_embed/detail/testing.h>
-
 #include "test_support.h"
+#include "testing/testing.h"
 
 namespace te = triton_embed;
 namespace py = pybind11;
@@ -87,7 +86,8 @@ std::vector<Case> all_cases() {
     const uint64_t addr = 0x7f0000001000ull + k;
     c.push_back(make_case(reinterpret_cast<float*>(addr), "P(" + hex(addr) + ", 'float32')"));
   }
-  c.push_back(make_case(reinterpret_cast<float*>(0x7f0000001100ull), "P(0x7f0000001100, 'float32')"));
+  c.push_back(
+      make_case(reinterpret_cast<float*>(0x7f0000001100ull), "P(0x7f0000001100, 'float32')"));
   // Every element type.
   for (int t = 1; t <= static_cast<int>(te::DType::fp64); ++t) {
     const auto dt = static_cast<te::DType>(t);
@@ -115,8 +115,8 @@ std::vector<Case> all_cases() {
   // Tuples (elements are specialised with Triton's default flags).
   c.push_back(make_case(std::make_tuple(1, 2, 16), "(1, 2, 16)"));
   c.push_back(make_case(std::tuple<>(), "()"));
-  c.push_back(make_case(std::make_tuple(reinterpret_cast<float*>(0x7010), 7),
-                        "(P(0x7010, 'float32'), 7)"));
+  c.push_back(
+      make_case(std::make_tuple(reinterpret_cast<float*>(0x7010), 7), "(P(0x7010, 'float32'), 7)"));
   c.push_back(make_case(std::make_tuple(std::make_tuple(1, nullptr), std::make_tuple(2.5, true)),
                         "((1, None), (2.5, True))"));
   c.push_back(make_case(std::make_pair(16, int64_t{1} << 40), "(16, 2**40)"));
@@ -137,10 +137,10 @@ std::vector<Case> all_cases() {
 }
 
 const char* kKernels[] = {
-    "k_plain", "k_dns",    "k_dnsoa", "k_dns_dnsoa", "k_constexpr", "k_i8",       "k_i16",
-    "k_i32",   "k_i64",    "k_u8",    "k_u16",       "k_u32",       "k_u64",      "k_i32_dns",
-    "k_i64_dnsoa", "k_u1", "k_fp16",  "k_bf16",      "k_fp32",      "k_fp64",     "k_ptr_fp16",
-    "k_ptr_str", "k_const_ptr", "k_ptr_dns", "k_ptr_dnsoa",
+    "k_plain",     "k_dns",       "k_dnsoa",   "k_dns_dnsoa", "k_constexpr", "k_i8",   "k_i16",
+    "k_i32",       "k_i64",       "k_u8",      "k_u16",       "k_u32",       "k_u64",  "k_i32_dns",
+    "k_i64_dnsoa", "k_u1",        "k_fp16",    "k_bf16",      "k_fp32",      "k_fp64", "k_ptr_fp16",
+    "k_ptr_str",   "k_const_ptr", "k_ptr_dns", "k_ptr_dnsoa",
 };
 
 // Triton's binder and the errors triton_embed raises where Triton only fails at launch.
@@ -252,14 +252,14 @@ TEST_F(SpecializeParity, RuntimeLeavesArePackedFiveToAKeyWord) {
   float* p = reinterpret_cast<float*>(uintptr_t{0x10000});
   const te::Pointer h(uintptr_t{0x20008}, te::DType::fp16);
   namespace tt = te::detail::testing;
-  const auto all_runtime = tt::key_words_of(k, p, 17, h, 2.5, true, int64_t{1} << 40, p, 16, h,
-                                            -3, p, 0.5f);
+  const auto all_runtime =
+      tt::key_words_of(k, p, 17, h, 2.5, true, int64_t{1} << 40, p, 16, h, -3, p, 0.5f);
   ASSERT_EQ(all_runtime.size(), 3u);  // 12 leaves: 5 + 5 + 2
   for (uint64_t w : all_runtime) EXPECT_NE(w >> 63, 0u) << std::hex << w;
-  EXPECT_EQ(all_runtime[2] >> 24, uint64_t{1} << 39);  // a run of 2: nothing above bit 23 but the marker
-  EXPECT_EQ(tt::fast_path_agrees_for(k, p, 17, h, 2.5, true, int64_t{1} << 40, p, 16, h, -3, p,
-                                     0.5f),
-            1);
+  EXPECT_EQ(all_runtime[2] >> 24,
+            uint64_t{1} << 39);  // a run of 2: nothing above bit 23 but the marker
+  EXPECT_EQ(
+      tt::fast_path_agrees_for(k, p, 17, h, 2.5, true, int64_t{1} << 40, p, 16, h, -3, p, 0.5f), 1);
   // The integer 1 specialises to a constexpr: it ends the run of four before it, and the
   // seven after it start a new one (4 | constexpr word, tag, value | 5 + 2).
   const auto split = tt::key_words_of(k, p, 17, h, 2.5, 1, int64_t{1} << 40, p, 16, h, -3, p, 0.5f);
@@ -285,12 +285,20 @@ TEST_F(SpecializeParity, ForcedScalarsMatchAnnotations) {
     const char* py;
   };
   const Forced forced[] = {
-      {te::i32(16), "k_i32", "16"},   {te::i32(1), "k_i32", "1"},     {te::i32(17), "k_i32", "17"},
-      {te::i64(1), "k_i64", "1"},     {te::i64(-32), "k_i64", "-32"}, {te::i8(-128), "k_i8", "-128"},
-      {te::u8(255), "k_u8", "255"},   {te::u16(16), "k_u16", "16"},   {te::u32(7), "k_u32", "7"},
+      {te::i32(16), "k_i32", "16"},
+      {te::i32(1), "k_i32", "1"},
+      {te::i32(17), "k_i32", "17"},
+      {te::i64(1), "k_i64", "1"},
+      {te::i64(-32), "k_i64", "-32"},
+      {te::i8(-128), "k_i8", "-128"},
+      {te::u8(255), "k_u8", "255"},
+      {te::u16(16), "k_u16", "16"},
+      {te::u32(7), "k_u32", "7"},
       {te::u64(std::numeric_limits<uint64_t>::max()), "k_u64", "2**64 - 1"},
-      {te::u1(true), "k_u1", "True"}, {te::fp16(0.5), "k_fp16", "0.5"},
-      {te::bf16(2.0), "k_bf16", "2.0"}, {te::fp32(3.0), "k_fp32", "3.0"},
+      {te::u1(true), "k_u1", "True"},
+      {te::fp16(0.5), "k_fp16", "0.5"},
+      {te::bf16(2.0), "k_bf16", "2.0"},
+      {te::fp32(3.0), "k_fp32", "3.0"},
       {te::fp64(1.5), "k_fp64", "1.5"},
   };
   te::JitFunction plain("te_spec_kernels", "k_plain");
@@ -307,15 +315,18 @@ TEST_F(SpecializeParity, ForcedScalarsMatchAnnotations) {
   }
   // do_not_specialize still applies: no key.
   py::object ours = te_test::steal(te::detail::testing::specialization_of(dns, te::i32(16)));
-  EXPECT_EQ(te_test::repr(ours[py::int_(0)]),
-            py::module_::import("__main__").attr("triton_spec")("k_i32_dns", 16).cast<std::string>());
+  EXPECT_EQ(
+      te_test::repr(ours[py::int_(0)]),
+      py::module_::import("__main__").attr("triton_spec")("k_i32_dns", 16).cast<std::string>());
   // A forced value out of its type's range is an error.
   try {
-    py::object r = te_test::steal(te::detail::testing::specialization_of(plain, te::i32(int64_t{1} << 40)));
+    py::object r =
+        te_test::steal(te::detail::testing::specialization_of(plain, te::i32(int64_t{1} << 40)));
     FAIL() << "expected OverflowError";
   } catch (const te::OverflowError& e) {
-    EXPECT_STREQ(e.what(), "k_plain(a): argument #0 'a': 1099511627776 does not fit the forced type i32 "
-                           "(range [-2^31, 2^31 - 1])");
+    EXPECT_STREQ(e.what(),
+                 "k_plain(a): argument #0 'a': 1099511627776 does not fit the forced type i32 "
+                 "(range [-2^31, 2^31 - 1])");
   }
 }
 
@@ -339,13 +350,15 @@ TEST_F(SpecializeParity, HalfPackingMatchesPython) {
   // fp16 scalars are packed as CPython's struct 'e' format (PyFloat_Pack2) packs them.
   te_test::Gil gil;
   te_test::exec("import struct");
-  const double values[] = {0.0, -0.0, 1.0, 0.1, -0.1, 1.0 / 3, 65504.0, 65519.99, 6.0e-8,
-                           3.0e-8, 2.9e-8, 1e-10, 0.000061035156, 1234.5678, -2.5e-5, 1.00048828125};
+  const double values[] = {0.0,      -0.0,         1.0,    0.1,    -0.1,  1.0 / 3,        65504.0,
+                           65519.99, 6.0e-8,       3.0e-8, 2.9e-8, 1e-10, 0.000061035156, 1234.5678,
+                           -2.5e-5,  1.00048828125};
   for (double v : values) {
     uint16_t ours = 0;
     ASSERT_TRUE(te::detail::testing::half_bits(v, &ours)) << v;
     char expr[128];
-    std::snprintf(expr, sizeof(expr), "struct.unpack('<H', struct.pack('<e', float('%.17g')))[0]", v);
+    std::snprintf(expr, sizeof(expr), "struct.unpack('<H', struct.pack('<e', float('%.17g')))[0]",
+                  v);
     EXPECT_EQ(ours, te_test::eval(expr).cast<int>()) << v;
   }
   uint16_t bits = 0;

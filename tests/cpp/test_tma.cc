@@ -7,17 +7,17 @@
 // whose config pre-hooks set the block shapes, each launched from C++ bitwise equal to
 // Python's launch.
 
+#include <triton_embed/allocator.h>
+
 #include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <triton_embed/allocator.h>
-#include <triton_embed/detail/testing.h>
-
 #include "core/triton_versions.h"
 #include "test_support.h"
+#include "testing/testing.h"
 
 #ifdef TE_HAVE_CUDART
 #include <cuda_runtime_api.h>
@@ -34,7 +34,8 @@ namespace {
 bool has_tf32_rounding() {
   te_test::Gil gil;
   const std::string v = py::module_::import("triton").attr("__version__").cast<std::string>();
-  const int version = std::stoi(v.substr(0, v.find('.'))) * 100 + std::stoi(v.substr(v.find('.') + 1));
+  const int version =
+      std::stoi(v.substr(0, v.find('.'))) * 100 + std::stoi(v.substr(v.find('.') + 1));
   return te::detail::triton_versions::descriptor_round_f32_to_tf32(version);
 }
 
@@ -80,33 +81,45 @@ TEST_F(Tma, HashesMatchPythonForDtypesRanksAndBlocks) {
     const char* name;
     int64_t bm, bn;
   };
-  for (const Case& c : {Case{te::DType::fp16, "float16", 16, 32}, Case{te::DType::bf16, "bfloat16", 32, 64},
-                        Case{te::DType::fp32, "float32", 8, 32}, Case{te::DType::fp8e4nv, "float8_e4m3fn", 32, 64},
-                        Case{te::DType::i8, "int8", 64, 64}}) {
+  for (const Case& c :
+       {Case{te::DType::fp16, "float16", 16, 32}, Case{te::DType::bf16, "bfloat16", 32, 64},
+        Case{te::DType::fp32, "float32", 8, 32}, Case{te::DType::fp8e4nv, "float8_e4m3fn", 32, 64},
+        Case{te::DType::i8, "int8", 64, 64}}) {
     SCOPED_TRACE(c.name);
     auto src = D(0x10000, c.t, {128, 256}, {256, 1}, {c.bm, c.bn});
     auto dst = D(0x40000, c.t, {128, 256}, {256, 1}, {c.bm, c.bn});
     const te::CompiledKernel& k = copy2.compile(src, dst, c.bm, c.bn);
     const std::string blk = std::to_string(c.bm) + ", " + std::to_string(c.bn);
-    EXPECT_EQ(k.hash(), python_hash("tma_copy_2d", std::string("(desc(0x10000, '") + c.name +
-                                                       "', [128, 256], [256, 1], [" + blk + "]), desc(0x40000, '" +
-                                                       c.name + "', [128, 256], [256, 1], [" + blk + "]), " +
-                                                       std::to_string(c.bm) + ", " + std::to_string(c.bn) + ")"));
+    EXPECT_EQ(k.hash(), python_hash("tma_copy_2d",
+                                    std::string("(desc(0x10000, '") + c.name +
+                                        "', [128, 256], [256, 1], [" + blk + "]), desc(0x40000, '" +
+                                        c.name + "', [128, 256], [256, 1], [" + blk + "]), " +
+                                        std::to_string(c.bm) + ", " + std::to_string(c.bn) + ")"));
     const std::string ty = "tensordesc<" + std::string(te::dtype_name(c.t)) + "[" + blk + "]>";
-    EXPECT_EQ(k.signature(), "tma_copy_2d(src: " + ty + ", dst: " + ty + ", BLOCK_M: constexpr = " +
-                                 std::to_string(c.bm) + ", BLOCK_N: constexpr = " + std::to_string(c.bn) + ")");
+    EXPECT_EQ(k.signature(), "tma_copy_2d(src: " + ty + ", dst: " + ty +
+                                 ", BLOCK_M: constexpr = " + std::to_string(c.bm) +
+                                 ", BLOCK_N: constexpr = " + std::to_string(c.bn) + ")");
     // Each descriptor: the CUtensorMap, shape (2 x i32), strides (2 x i64); 2 scratch pointers.
     EXPECT_EQ(k.num_kernel_params(), 2 * 5 + 2);
     EXPECT_EQ(ptx_params(k), 12u);
   }
   te::JitFunction copy1("te_tma_kernels", "tma_copy_1d");
-  EXPECT_EQ(copy1.compile(D(0x10000, te::DType::i8, {4096}, {1}, {256}), D(0x20000, te::DType::i8, {4096}, {1}, {256}), 256).hash(),
-            python_hash("tma_copy_1d", "(desc(0x10000, 'int8', [4096], [1], [256]), desc(0x20000, 'int8', [4096], [1], [256]), 256)"));
+  EXPECT_EQ(copy1
+                .compile(D(0x10000, te::DType::i8, {4096}, {1}, {256}),
+                         D(0x20000, te::DType::i8, {4096}, {1}, {256}), 256)
+                .hash(),
+            python_hash("tma_copy_1d",
+                        "(desc(0x10000, 'int8', [4096], [1], [256]), desc(0x20000, 'int8', [4096], "
+                        "[1], [256]), 256)"));
   te::JitFunction copy3("te_tma_kernels", "tma_copy_3d");
-  const auto& k3 = copy3.compile(D(0x10000, te::DType::fp32, {4, 8, 64}, {512, 64, 1}, {2, 4, 16}),
-                                 D(0x20000, te::DType::fp32, {4, 8, 64}, {512, 64, 1}, {2, 4, 16}), 2, 4, 16);
-  EXPECT_EQ(k3.hash(), python_hash("tma_copy_3d", "(desc(0x10000, 'float32', [4, 8, 64], [512, 64, 1], [2, 4, 16]), "
-                                                  "desc(0x20000, 'float32', [4, 8, 64], [512, 64, 1], [2, 4, 16]), 2, 4, 16)"));
+  const auto& k3 =
+      copy3.compile(D(0x10000, te::DType::fp32, {4, 8, 64}, {512, 64, 1}, {2, 4, 16}),
+                    D(0x20000, te::DType::fp32, {4, 8, 64}, {512, 64, 1}, {2, 4, 16}), 2, 4, 16);
+  EXPECT_EQ(
+      k3.hash(),
+      python_hash("tma_copy_3d",
+                  "(desc(0x10000, 'float32', [4, 8, 64], [512, 64, 1], [2, 4, 16]), "
+                  "desc(0x20000, 'float32', [4, 8, 64], [512, 64, 1], [2, 4, 16]), 2, 4, 16)"));
   EXPECT_EQ(k3.num_kernel_params(), 2 * 7 + 2);
   EXPECT_EQ(ptx_params(k3), 16u);
 }
@@ -119,16 +132,20 @@ TEST_F(Tma, ShapeStridesBasePaddingAreRuntimeValuesBlockShapeIsNot) {
   // Another base, shape, strides and NaN padding: the same kernel, as in Python.
   auto src2 = D(0x30010, te::DType::fp16, {100, 48}, {48, 1}, {16, 32}, te::Padding::kNan);
   EXPECT_EQ(&copy2.compile(src2, dst, 16, 32), &a);
-  EXPECT_EQ(a.hash(), python_hash("tma_copy_2d", "(desc(0x30010, 'float16', [100, 48], [48, 1], [16, 32], 'nan'), "
-                                                 "desc(0x20000, 'float16', [64, 64], [64, 1], [16, 32]), 16, 32)"));
+  EXPECT_EQ(a.hash(),
+            python_hash("tma_copy_2d",
+                        "(desc(0x30010, 'float16', [100, 48], [48, 1], [16, 32], 'nan'), "
+                        "desc(0x20000, 'float16', [64, 64], [64, 1], [16, 32]), 16, 32)"));
   // A block shape changed after creation (an autotune pre-hook's job in Python): a new key.
   src.set_block_shape({32, 64});
   dst.set_block_shape({32, 64});
   const te::CompiledKernel& b = copy2.compile(src, dst, 32, 64);
   EXPECT_NE(&b, &a);
   EXPECT_NE(b.hash(), a.hash());
-  EXPECT_EQ(b.hash(), python_hash("tma_copy_2d", "(desc(0x10000, 'float16', [64, 64], [64, 1], [32, 64]), "
-                                                 "desc(0x20000, 'float16', [64, 64], [64, 1], [32, 64]), 32, 64)"));
+  EXPECT_EQ(b.hash(),
+            python_hash("tma_copy_2d",
+                        "(desc(0x10000, 'float16', [64, 64], [64, 1], [32, 64]), "
+                        "desc(0x20000, 'float16', [64, 64], [64, 1], [32, 64]), 32, 64)"));
   EXPECT_NE(b.signature().find("src: tensordesc<fp16[32, 64]>"), std::string::npos);
 }
 
@@ -141,22 +158,27 @@ TEST_F(Tma, PersistentMatmulAndScalarBesideDescriptorsMatchPython) {
   EXPECT_EQ(k.hash(), python_hash("tma_persistent_matmul",
                                   "(desc(0x100000, 'float16', [256, 128], [128, 1], [64, 32]), "
                                   "desc(0x200000, 'float16', [128, 256], [256, 1], [32, 64]), "
-                                  "desc(0x300000, 'float16', [256, 256], [256, 1], [64, 64]), 256, 256, 128, 64, 64, 32, 132)"));
+                                  "desc(0x300000, 'float16', [256, 256], [256, 1], [64, 64]), 256, "
+                                  "256, 128, 64, 64, 32, 132)"));
   EXPECT_EQ(k.num_kernel_params(), 3 * 5 + 3 + 2);
   EXPECT_EQ(ptx_params(k), 20u);
   te::JitFunction scale("te_tma_kernels", "tma_scale_2d");
-  const auto& s = scale.compile(D(0x10000, te::DType::bf16, {64, 64}, {64, 1}, {16, 32}),
-                                D(0x20000, te::DType::bf16, {64, 64}, {64, 1}, {16, 32}), 1.5, 16, 32);
-  EXPECT_EQ(s.hash(), python_hash("tma_scale_2d", "(desc(0x10000, 'bfloat16', [64, 64], [64, 1], [16, 32]), "
-                                                  "desc(0x20000, 'bfloat16', [64, 64], [64, 1], [16, 32]), 1.5, 16, 32)"));
+  const auto& s =
+      scale.compile(D(0x10000, te::DType::bf16, {64, 64}, {64, 1}, {16, 32}),
+                    D(0x20000, te::DType::bf16, {64, 64}, {64, 1}, {16, 32}), 1.5, 16, 32);
+  EXPECT_EQ(s.hash(),
+            python_hash("tma_scale_2d",
+                        "(desc(0x10000, 'bfloat16', [64, 64], [64, 1], [16, 32]), "
+                        "desc(0x20000, 'bfloat16', [64, 64], [64, 1], [16, 32]), 1.5, 16, 32)"));
 }
 
 TEST_F(Tma, DeviceMadeDescriptorsCompileAsPythonsAndAskForScratch) {
   te::JitFunction scale("te_tma_kernels", "device_desc_scale");
   const te::Pointer s(0x10000, te::DType::fp16), d(0x20000, te::DType::fp16);
   const te::CompiledKernel& k = scale.compile(s, d, 256, 192, 0.75, 64, 64);
-  EXPECT_EQ(k.hash(), python_hash("device_desc_scale",
-                                  "(P(0x10000, 'float16'), P(0x20000, 'float16'), 256, 192, 0.75, 64, 64)"));
+  EXPECT_EQ(k.hash(),
+            python_hash("device_desc_scale",
+                        "(P(0x10000, 'float16'), P(0x20000, 'float16'), 256, 192, 0.75, 64, 64)"));
   // Two 128-byte CUtensorMaps per program, 128-byte aligned, from the scratch allocator.
   EXPECT_EQ(k.global_scratch_size(), 256u);
   EXPECT_EQ(k.global_scratch_align(), 128u);
@@ -164,22 +186,26 @@ TEST_F(Tma, DeviceMadeDescriptorsCompileAsPythonsAndAskForScratch) {
 
 TEST_F(Tma, RoundF32ToTf32NeedsTriton37) {
   te::JitFunction copy2("te_tma_kernels", "tma_copy_2d");
-  te::TensorDescriptor src(uint64_t{0x10000}, te::DType::fp32, {64, 64}, {64, 1}, {16, 32}, te::Padding::kZero, true);
+  te::TensorDescriptor src(uint64_t{0x10000}, te::DType::fp32, {64, 64}, {64, 1}, {16, 32},
+                           te::Padding::kZero, true);
   auto dst = D(0x20000, te::DType::fp32, {64, 64}, {64, 1}, {16, 32});
   if (!has_tf32_rounding()) {
     try {
       copy2.compile(src, dst, 16, 32);
       FAIL() << "expected NotSupportedError";
     } catch (const te::NotSupportedError& e) {
-      EXPECT_EQ(std::string(e.what()),
-                "tma_copy_2d(src, dst, BLOCK_M, BLOCK_N): argument #0 'src': round_f32_to_tf32 needs "
-                "Triton 3.7 or newer (installed: 3.6)");
+      EXPECT_EQ(
+          std::string(e.what()),
+          "tma_copy_2d(src, dst, BLOCK_M, BLOCK_N): argument #0 'src': round_f32_to_tf32 needs "
+          "Triton 3.7 or newer (installed: 3.6)");
     }
     return;
   }
-  EXPECT_EQ(copy2.compile(src, dst, 16, 32).hash(),
-            python_hash("tma_copy_2d", "(desc(0x10000, 'float32', [64, 64], [64, 1], [16, 32], round_f32_to_tf32=True), "
-                                       "desc(0x20000, 'float32', [64, 64], [64, 1], [16, 32]), 16, 32)"));
+  EXPECT_EQ(
+      copy2.compile(src, dst, 16, 32).hash(),
+      python_hash("tma_copy_2d",
+                  "(desc(0x10000, 'float32', [64, 64], [64, 1], [16, 32], round_f32_to_tf32=True), "
+                  "desc(0x20000, 'float32', [64, 64], [64, 1], [16, 32]), 16, 32)"));
 }
 
 // ---- the parameters packed ----------------------------------------------------------
@@ -343,8 +369,10 @@ TEST_F(Tma, WithoutTmaTritonPassesBaseShapeStridesAndFlags) {
   auto src = D(0x10000, te::DType::fp16, {100, 48}, {48, 1}, {16, 32}, te::Padding::kNan);
   auto dst = D(0x20000, te::DType::fp16, {64, 64}, {64, 1}, {16, 32});
   const auto& k = copy2.compile(src, dst, 16, 32);
-  EXPECT_EQ(k.hash(), python_hash("tma_copy_2d", "(desc(0x10000, 'float16', [100, 48], [48, 1], [16, 32], 'nan'), "
-                                                 "desc(0x20000, 'float16', [64, 64], [64, 1], [16, 32]), 16, 32)", 80));
+  EXPECT_EQ(k.hash(), python_hash("tma_copy_2d",
+                                  "(desc(0x10000, 'float16', [100, 48], [48, 1], [16, 32], 'nan'), "
+                                  "desc(0x20000, 'float16', [64, 64], [64, 1], [16, 32]), 16, 32)",
+                                  80));
   const bool v37 = has_tf32_rounding();
   const int per = v37 ? 11 : 10;
   EXPECT_EQ(k.num_kernel_params(), 2 * per + 2);
@@ -380,41 +408,59 @@ TEST_F(Tma, EveryCheckRaisesItsError) {
   te::JitFunction copy2("te_tma_kernels", "tma_copy_2d");
   const std::string at = "tma_copy_2d(src, dst, BLOCK_M, BLOCK_N): argument #0 'src': ";
   auto ok = D(0x20000, te::DType::fp16, {64, 64}, {64, 1}, {16, 32});
-  EXPECT_EQ(error_of<te::ValueError>(copy2, D(0x10008, te::DType::fp16, {64, 64}, {64, 1}, {16, 32}), ok, 16, 32),
-            at + "the tensor descriptor's base address 0x10008 is not 16-byte aligned (Triton: base must be "
+  EXPECT_EQ(error_of<te::ValueError>(
+                copy2, D(0x10008, te::DType::fp16, {64, 64}, {64, 1}, {16, 32}), ok, 16, 32),
+            at + "the tensor descriptor's base address 0x10008 is not 16-byte aligned (Triton: "
+                 "base must be "
                  "16-byte aligned)");
-  EXPECT_EQ(error_of<te::ValueError>(copy2, D(0x10000, te::DType::fp16, {64, 64}, {64, 1}, {16, 24}), ok, 16, 24),
+  EXPECT_EQ(error_of<te::ValueError>(
+                copy2, D(0x10000, te::DType::fp16, {64, 64}, {64, 1}, {16, 24}), ok, 16, 24),
             at + "block_shape [16, 24]: element 1 (24) is not a power of 2");
-  EXPECT_EQ(error_of<te::ValueError>(copy2, D(0x10000, te::DType::fp16, {64, 64}, {64, 1}, {2048, 1024}), ok, 16, 32),
-            at + "block_shape [2048, 1024] has more than 1048576 elements (Triton's maximum tensor numel)");
-  EXPECT_EQ(error_of<te::ValueError>(copy2, D(0x10000, te::DType::fp16, {64, 60}, {60, 1}, {16, 32}), ok, 16, 32),
-            at + "strides [60, 1]: stride 0 (60 elements of 2 bytes) is not a multiple of 16 bytes (Triton: "
+  EXPECT_EQ(error_of<te::ValueError>(
+                copy2, D(0x10000, te::DType::fp16, {64, 64}, {64, 1}, {2048, 1024}), ok, 16, 32),
+            at + "block_shape [2048, 1024] has more than 1048576 elements (Triton's maximum tensor "
+                 "numel)");
+  EXPECT_EQ(error_of<te::ValueError>(
+                copy2, D(0x10000, te::DType::fp16, {64, 60}, {60, 1}, {16, 32}), ok, 16, 32),
+            at + "strides [60, 1]: stride 0 (60 elements of 2 bytes) is not a multiple of 16 bytes "
+                 "(Triton: "
                  "strides must be 16-byte aligned)");
-  EXPECT_EQ(error_of<te::ValueError>(copy2, D(0x10000, te::DType::fp16, {0, 64}, {64, 1}, {16, 32}), ok, 16, 32),
+  EXPECT_EQ(error_of<te::ValueError>(copy2, D(0x10000, te::DType::fp16, {0, 64}, {64, 1}, {16, 32}),
+                                     ok, 16, 32),
             at + "shape [0, 64]: dimension 0 is not positive (Triton: shape must be positive)");
-  EXPECT_EQ(error_of<te::ValueError>(copy2, D(0x10000, te::DType::fp16, {64, 64}, {64, 2}, {16, 32}), ok, 16, 32),
-            at + "strides [64, 2]: the last stride must be 1 (Triton: last dimension must be contiguous)");
-  EXPECT_EQ(error_of<te::ValueError>(copy2, D(0x10000, te::DType::i8, {64, 64}, {64, 1}, {16, 32}, te::Padding::kNan),
-                                     D(0x20000, te::DType::i8, {64, 64}, {64, 1}, {16, 32}), 16, 32),
+  EXPECT_EQ(
+      error_of<te::ValueError>(copy2, D(0x10000, te::DType::fp16, {64, 64}, {64, 2}, {16, 32}), ok,
+                               16, 32),
+      at +
+          "strides [64, 2]: the last stride must be 1 (Triton: last dimension must be contiguous)");
+  EXPECT_EQ(error_of<te::ValueError>(
+                copy2, D(0x10000, te::DType::i8, {64, 64}, {64, 1}, {16, 32}, te::Padding::kNan),
+                D(0x20000, te::DType::i8, {64, 64}, {64, 1}, {16, 32}), 16, 32),
             at + "NaN padding needs a floating-point element type, got i8");
-  EXPECT_EQ(error_of<te::TypeError>(copy2, D(0x10000, te::DType::invalid, {64, 64}, {64, 1}, {16, 32}), ok, 16, 32),
+  EXPECT_EQ(error_of<te::TypeError>(
+                copy2, D(0x10000, te::DType::invalid, {64, 64}, {64, 1}, {16, 32}), ok, 16, 32),
             at + "the tensor descriptor has no element type; pass a DType");
   if (has_tf32_rounding()) {
-    te::TensorDescriptor tf(uint64_t{0x10000}, te::DType::fp16, {64, 64}, {64, 1}, {16, 32}, te::Padding::kZero, true);
+    te::TensorDescriptor tf(uint64_t{0x10000}, te::DType::fp16, {64, 64}, {64, 1}, {16, 32},
+                            te::Padding::kZero, true);
     EXPECT_EQ(error_of<te::ValueError>(copy2, tf, ok, 16, 32),
               at + "round_f32_to_tf32 needs an fp32 tensor, got fp16");
   }
   // The second argument is named when it is the bad one.
-  EXPECT_EQ(error_of<te::ValueError>(copy2, ok, D(0x10000, te::DType::fp16, {64, 64}, {64, 2}, {16, 32}), 16, 32),
-            "tma_copy_2d(src, dst, BLOCK_M, BLOCK_N): argument #1 'dst': strides [64, 2]: the last stride must "
+  EXPECT_EQ(error_of<te::ValueError>(
+                copy2, ok, D(0x10000, te::DType::fp16, {64, 64}, {64, 2}, {16, 32}), 16, 32),
+            "tma_copy_2d(src, dst, BLOCK_M, BLOCK_N): argument #1 'dst': strides [64, 2]: the last "
+            "stride must "
             "be 1 (Triton: last dimension must be contiguous)");
   // A descriptor for a constexpr parameter, and inside a tuple.
   EXPECT_EQ(error_of<te::TypeError>(copy2, ok, ok, ok, 32),
-            "tma_copy_2d(src, dst, BLOCK_M, BLOCK_N): argument #2 'BLOCK_M': a tensor descriptor cannot be "
+            "tma_copy_2d(src, dst, BLOCK_M, BLOCK_N): argument #2 'BLOCK_M': a tensor descriptor "
+            "cannot be "
             "passed to a tl.constexpr parameter");
   te::JitFunction scale("te_tma_kernels", "tma_scale_2d");
   EXPECT_EQ(error_of<te::NotSupportedError>(scale, ok, ok, std::make_tuple(ok), 16, 32),
-            "tma_scale_2d(src, dst, alpha, BLOCK_M, BLOCK_N): argument #2 'alpha': a tensor descriptor inside "
+            "tma_scale_2d(src, dst, alpha, BLOCK_M, BLOCK_N): argument #2 'alpha': a tensor "
+            "descriptor inside "
             "a tuple; pass it as an argument of its own");
 }
 
@@ -427,13 +473,16 @@ TEST(TmaDescriptor, ConstructionChecksRankAndLengths) {
     }
     return "no exception";
   };
-  EXPECT_EQ(what([] { te::TensorDescriptor(uint64_t{0}, te::DType::fp16, {64, 64}, {64}, {16, 16}); }),
-            "TensorDescriptor: shape, strides and block_shape must have the same length, got 2, 1 and 2");
+  EXPECT_EQ(
+      what([] {
+        te::TensorDescriptor(uint64_t{0}, te::DType::fp16, {64, 64}, {64}, {16, 16});
+      }),
+      "TensorDescriptor: shape, strides and block_shape must have the same length, got 2, 1 and 2");
   EXPECT_EQ(what([] { te::TensorDescriptor(uint64_t{0}, te::DType::fp16, {}, {}, {}); }),
             "TensorDescriptor: the rank must be 1 to 5, got a shape of 0 dimensions");
   EXPECT_EQ(what([] {
-              te::TensorDescriptor(uint64_t{0}, te::DType::fp16, {2, 2, 2, 2, 2, 2}, {32, 16, 8, 4, 2, 1},
-                                   {2, 2, 2, 2, 2, 2});
+              te::TensorDescriptor(uint64_t{0}, te::DType::fp16, {2, 2, 2, 2, 2, 2},
+                                   {32, 16, 8, 4, 2, 1}, {2, 2, 2, 2, 2, 2});
             }),
             "TensorDescriptor: the rank must be 1 to 5, got a shape of 6 dimensions");
   te::TensorDescriptor d(uint64_t{0x100}, te::DType::fp16, {64, 64}, {64, 1}, {16, 16});
@@ -517,10 +566,11 @@ TEST_F(TmaGpu, PersistentMatmulIsBitwisePythons) {
                   "    desc(%llu, 'float16', [%lld, %lld], [%lld, 1], [%lld, %lld]),\n"
                   "    desc(%llu, 'float16', [%lld, %lld], [%lld, 1], [%lld, %lld]),\n"
                   "    %lld, %lld, %lld, %lld, %lld, %lld, %d)\n",
-                  programs, (unsigned long long)a.addr(), (long long)M, (long long)K, (long long)K, (long long)BM,
-                  (long long)BK, (unsigned long long)b.addr(), (long long)K, (long long)N, (long long)N,
-                  (long long)BK, (long long)BN, (unsigned long long)c_py.addr(), (long long)M, (long long)N,
-                  (long long)N, (long long)BM, (long long)BN, (long long)M, (long long)N, (long long)K,
+                  programs, (unsigned long long)a.addr(), (long long)M, (long long)K, (long long)K,
+                  (long long)BM, (long long)BK, (unsigned long long)b.addr(), (long long)K,
+                  (long long)N, (long long)N, (long long)BK, (long long)BN,
+                  (unsigned long long)c_py.addr(), (long long)M, (long long)N, (long long)N,
+                  (long long)BM, (long long)BN, (long long)M, (long long)N, (long long)K,
                   (long long)BM, (long long)BN, (long long)BK, programs);
     te_test::exec(code);
     py_hash = te_test::eval("_ck.hash").cast<std::string>();
@@ -529,7 +579,8 @@ TEST_F(TmaGpu, PersistentMatmulIsBitwisePythons) {
   EXPECT_EQ(mm.compile(da, db, dc, M, N, K, BM, BN, BK, programs).hash(), py_hash);
   std::vector<uint16_t> got(M * N), want(M * N);
   ASSERT_EQ(cudaMemcpy(got.data(), c.ptr, got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(want.data(), c_py.ptr, want.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(want.data(), c_py.ptr, want.size() * 2, cudaMemcpyDeviceToHost),
+            cudaSuccess);
   EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 2), 0);
   // Not both empty: most outputs of these inputs are non-zero.
   size_t nonzero = 0;
@@ -611,7 +662,8 @@ TEST_F(TmaGpu, DeviceMadeDescriptorsAreBitwisePythons) {
   EXPECT_EQ(k.hash(), py_hash);
   std::vector<uint16_t> got(M * N), want(M * N);
   ASSERT_EQ(cudaMemcpy(got.data(), dst.ptr, got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(want.data(), dst_py.ptr, want.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(want.data(), dst_py.ptr, want.size() * 2, cudaMemcpyDeviceToHost),
+            cudaSuccess);
   EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 2), 0);
   size_t nonzero = 0;
   for (uint16_t v : got) nonzero += v != 0;
@@ -655,20 +707,22 @@ TEST_F(TmaGpu, AutotunedKernelWhosePreHooksSetTheBlockShapes) {
   {
     te_test::Gil gil;
     char code[768];
-    std::snprintf(code, sizeof(code),
-                  "_k = te_tma_kernels.tuned_tma_scale\n"
-                  "_k[lambda m: (triton.cdiv(%lld, m['BLOCK_M']), triton.cdiv(%lld, m['BLOCK_N']))](\n"
-                  "    desc(%llu, 'float32', [%lld, %lld], [%lld, 1], [1, 1]),\n"
-                  "    desc(%llu, 'float32', [%lld, %lld], [%lld, 1], [1, 1]), %lld, %lld, 2.0)\n"
-                  "torch.cuda.synchronize()\n",
-                  (long long)M, (long long)N, (unsigned long long)src.addr(), (long long)M,
-                  (long long)N, (long long)N, (unsigned long long)dst_py.addr(), (long long)M,
-                  (long long)N, (long long)N, (long long)M, (long long)N);
+    std::snprintf(
+        code, sizeof(code),
+        "_k = te_tma_kernels.tuned_tma_scale\n"
+        "_k[lambda m: (triton.cdiv(%lld, m['BLOCK_M']), triton.cdiv(%lld, m['BLOCK_N']))](\n"
+        "    desc(%llu, 'float32', [%lld, %lld], [%lld, 1], [1, 1]),\n"
+        "    desc(%llu, 'float32', [%lld, %lld], [%lld, 1], [1, 1]), %lld, %lld, 2.0)\n"
+        "torch.cuda.synchronize()\n",
+        (long long)M, (long long)N, (unsigned long long)src.addr(), (long long)M, (long long)N,
+        (long long)N, (unsigned long long)dst_py.addr(), (long long)M, (long long)N, (long long)N,
+        (long long)M, (long long)N);
     te_test::exec(code);
     EXPECT_EQ(te_test::eval("str(_k.best_config)").cast<std::string>(), r->best.str);
   }
   std::vector<float> want(M * N);
-  ASSERT_EQ(cudaMemcpy(want.data(), dst_py.ptr, want.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(want.data(), dst_py.ptr, want.size() * 4, cudaMemcpyDeviceToHost),
+            cudaSuccess);
   EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0);
 }
 
@@ -696,9 +750,10 @@ TEST_F(TmaGpu, AutotunedDeviceMadeDescriptorsTuneWithoutAPythonAllocator) {
   python_launch_setup();  // torch for Triton's do_bench, and an allocator for Python's launch
   {
     te_test::Gil gil;
-    te_test::exec("from triton.runtime import _allocation\n"
-                  "_python_allocator = _allocation._allocator.get()\n"
-                  "triton.set_allocator(_allocation._NULL_ALLOCATOR)  # as a C++ program has it\n");
+    te_test::exec(
+        "from triton.runtime import _allocation\n"
+        "_python_allocator = _allocation._allocator.get()\n"
+        "triton.set_allocator(_allocation._NULL_ALLOCATOR)  # as a C++ program has it\n");
   }
   auto scratch = std::make_shared<CountingScratch>();
   te::set_scratch_allocator(scratch);
@@ -732,22 +787,25 @@ TEST_F(TmaGpu, AutotunedDeviceMadeDescriptorsTuneWithoutAPythonAllocator) {
     EXPECT_EQ(te_test::eval("type(_allocation._allocator.get()).__name__").cast<std::string>(),
               "NullAllocator");
     char code[1024];
-    std::snprintf(code, sizeof(code),
-                  "triton.set_allocator(_python_allocator)\n"
-                  "_k = te_tma_kernels.tuned_device_desc_scale\n"
-                  "_c = _k.best_config\n"
-                  "_k.fn[(triton.cdiv(%lld, _c.kwargs['BLOCK_M']), triton.cdiv(%lld, _c.kwargs['BLOCK_N']))](\n"
-                  "    P(%llu, 'float16'), P(%llu, 'float16'), %lld, %lld, 0.75, **_c.all_kwargs())\n"
-                  "torch.cuda.synchronize()\n",
-                  (long long)M, (long long)N, (unsigned long long)src.addr(),
-                  (unsigned long long)dst_py.addr(), (long long)M, (long long)N);
+    std::snprintf(
+        code, sizeof(code),
+        "triton.set_allocator(_python_allocator)\n"
+        "_k = te_tma_kernels.tuned_device_desc_scale\n"
+        "_c = _k.best_config\n"
+        "_k.fn[(triton.cdiv(%lld, _c.kwargs['BLOCK_M']), triton.cdiv(%lld, "
+        "_c.kwargs['BLOCK_N']))](\n"
+        "    P(%llu, 'float16'), P(%llu, 'float16'), %lld, %lld, 0.75, **_c.all_kwargs())\n"
+        "torch.cuda.synchronize()\n",
+        (long long)M, (long long)N, (unsigned long long)src.addr(),
+        (unsigned long long)dst_py.addr(), (long long)M, (long long)N);
     te_test::exec(code);
     best = te_test::eval("str(_c)").cast<std::string>();
   }
   EXPECT_EQ(best, r->best.str);
   std::vector<uint16_t> got(M * N), want(M * N);
   ASSERT_EQ(cudaMemcpy(got.data(), dst.ptr, got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(want.data(), dst_py.ptr, want.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(want.data(), dst_py.ptr, want.size() * 2, cudaMemcpyDeviceToHost),
+            cudaSuccess);
   EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 2), 0);
   size_t nonzero = 0;
   for (uint16_t v : got) nonzero += v != 0;

@@ -5,9 +5,12 @@
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <torch/autograd.h>
 #include <torch/cuda.h>
+#include <triton_embed/ops.h>
+#include <triton_embed/torch.h>
 
 #include <atomic>
 #include <chrono>
@@ -17,14 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include <cuda_runtime_api.h>
-
-#include <triton_embed/detail/testing.h>
-#include <triton_embed/ops.h>
-#include <triton_embed/torch.h>
-
 #include "alloc_counter.h"
 #include "resources.h"
+#include "testing/testing.h"
 
 namespace te = triton_embed;
 
@@ -119,7 +117,8 @@ TEST(TorchArgs, TensorDescriptorFromTensor) {
     te::TensorDescriptor::from_tensor(x, {16});
     FAIL() << "expected ValueError";
   } catch (const te::ValueError& e) {
-    EXPECT_STREQ(e.what(), "TensorDescriptor::from_tensor: the tensor has 2 dimensions, block_shape 1");
+    EXPECT_STREQ(e.what(),
+                 "TensorDescriptor::from_tensor: the tensor has 2 dimensions, block_shape 1");
   }
   // A descriptor of a CPU tensor on a GPU launch: refused as a CPU tensor is.
   te::set_target(te::Target{"cuda", 90, 32});
@@ -129,7 +128,8 @@ TEST(TorchArgs, TensorDescriptorFromTensor) {
     te::detail::testing::dry_run(copy2, slots, d, d, 16, 16);
     ADD_FAILURE() << "expected ValueError";
   } catch (const te::ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("argument #0 'src': got a CPU tensor"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("argument #0 'src': got a CPU tensor"), std::string::npos)
+        << e.what();
   }
   te::set_target(std::nullopt);
 }
@@ -170,35 +170,42 @@ TEST(TorchLaunch, CpuTensorsRunThroughTheInterpreter) {
   te::launch(add_kernel(), {te::cdiv(1000, 256)}, x, y, out, 1000, 256);
   EXPECT_TRUE(at::equal(out, x + y));
   at::Tensor out2 = at::zeros({1000});
-  te::launch(add_kernel(),
-             [](const te::Meta& m) { return te::Grid(te::cdiv(m["n_elements"], m["BLOCK"])); },
-             x, y, out2, 1000, 128);
+  te::launch(
+      add_kernel(),
+      [](const te::Meta& m) { return te::Grid(te::cdiv(m["n_elements"], m["BLOCK"])); }, x, y, out2,
+      1000, 128);
   EXPECT_TRUE(at::equal(out2, x + y));
 }
 
 TEST(TorchLaunch, Errors) {
   at::Tensor x = at::zeros({4}), c = at::zeros({4}, at::kComplexFloat);
-  EXPECT_EQ(after_signature(message_of<te::TypeError>([&] { te::launch(add_kernel(), {1}, x, c, x, 4, 4); })),
-            std::string() + "argument #1 'y_ptr': a tensor of dtype ComplexFloat has no Triton element "
-                  "type; pass bool, an integer, float8, float16, bfloat16, float32 or float64 "
-                  "tensor");
+  EXPECT_EQ(after_signature(
+                message_of<te::TypeError>([&] { te::launch(add_kernel(), {1}, x, c, x, 4, 4); })),
+            std::string() +
+                "argument #1 'y_ptr': a tensor of dtype ComplexFloat has no Triton element "
+                "type; pass bool, an integer, float8, float16, bfloat16, float32 or float64 "
+                "tensor");
   at::Tensor m = at::zeros({4}, at::TensorOptions().device(at::kMeta));
-  EXPECT_EQ(after_signature(message_of<te::ValueError>([&] { te::launch(add_kernel(), {1}, x, m, x, 4, 4); })),
-            std::string() + "argument #1 'y_ptr': a tensor on meta cannot be launched on; pass CUDA "
-                  "tensors (GPU launch) or CPU tensors (Triton's interpreter)");
+  EXPECT_EQ(after_signature(
+                message_of<te::ValueError>([&] { te::launch(add_kernel(), {1}, x, m, x, 4, 4); })),
+            std::string() +
+                "argument #1 'y_ptr': a tensor on meta cannot be launched on; pass CUDA "
+                "tensors (GPU launch) or CPU tensors (Triton's interpreter)");
   if (have_gpu()) {
     // JitFunction::launch (no torch dispatch) refuses host memory.
-    EXPECT_EQ(after_signature(message_of<te::ValueError>([&] {
-                add_kernel().launch({1}, nullptr, x, x, x, 4, 4);
-              })),
-              std::string() + "argument #0 'x_ptr': got a CPU tensor; a GPU launch needs device memory. "
-                    "Move it to the GPU, or launch with triton_embed::launch "
-                    "(<triton_embed/torch.h>), which runs CPU tensors through Triton's "
-                    "interpreter");
+    EXPECT_EQ(after_signature(message_of<te::ValueError>(
+                  [&] { add_kernel().launch({1}, nullptr, x, x, x, 4, 4); })),
+              std::string() +
+                  "argument #0 'x_ptr': got a CPU tensor; a GPU launch needs device memory. "
+                  "Move it to the GPU, or launch with triton_embed::launch "
+                  "(<triton_embed/torch.h>), which runs CPU tensors through Triton's "
+                  "interpreter");
     at::Tensor g = at::zeros({4}, at::kCUDA);
-    EXPECT_EQ(after_signature(message_of<te::ValueError>([&] { te::launch(add_kernel(), {1}, g, x, g, 4, 4); })),
-              std::string() + "argument #1 'y_ptr': is on cpu, but argument #0 'x_ptr' is on cuda:0; all "
-                    "tensors of a launch must be on one device");
+    EXPECT_EQ(after_signature(message_of<te::ValueError>(
+                  [&] { te::launch(add_kernel(), {1}, g, x, g, 4, 4); })),
+              std::string() +
+                  "argument #1 'y_ptr': is on cpu, but argument #0 'x_ptr' is on cuda:0; all "
+                  "tensors of a launch must be on one device");
   }
 }
 
@@ -268,7 +275,8 @@ TEST(TorchLaunch, CachedTensorLaunchesDoNotAllocate) {
   te::launch(add_kernel(), {te::cdiv(n, 1024)}, x, y, out, n, 1024);  // compile and load
   {
     te_test::CountAllocations count;
-    for (int i = 0; i < 1000; ++i) te::launch(add_kernel(), {te::cdiv(n, 1024)}, x, y, out, n, 1024);
+    for (int i = 0; i < 1000; ++i)
+      te::launch(add_kernel(), {te::cdiv(n, 1024)}, x, y, out, n, 1024);
     EXPECT_EQ(count.count(), 0u);
   }
   EXPECT_TRUE(at::equal(out, x + y));
@@ -276,8 +284,8 @@ TEST(TorchLaunch, CachedTensorLaunchesDoNotAllocate) {
 
 // The torch layer under load (issue 11's soak, with the bad calls only tensors can make):
 // eight threads, each on its own stream, launch an in-place accumulation over fp32 and fp64
-// tensors with n a multiple of 16 or not (4096, 4001); one call in 1000 is bad (a CPU tensor beside CUDA
-// ones, a complex tensor, a wrong argument count) and must throw exactly. Every 50,000
+// tensors with n a multiple of 16 or not (4096, 4001); one call in 1000 is bad (a CPU tensor beside
+// CUDA ones, a complex tensor, a wrong argument count) and must throw exactly. Every 50,000
 // launches each thread checks its accumulators; after a warm-up, resident and device memory
 // end within 1 MiB (CTest runs this suite alone: device memory is the GPU's, not ours).
 TEST(TorchSoak, EightThreadsWithMixedDeviceAndBadCalls) {
@@ -305,9 +313,15 @@ TEST(TorchSoak, EightThreadsWithMixedDeviceAndBadCalls) {
   // The exact outcome of each bad call, recorded once.
   const auto bad_call = [&](Slot& sl, int which) {
     switch (which) {
-      case 0: te::launch(add, {1}, sl.acc32, sl.host, sl.acc32, kN, 1024); break;
-      case 1: te::launch(add, {1}, sl.acc32, sl.cplx, sl.acc32, kN, 1024); break;
-      default: te::launch(add, {1}, sl.acc32, sl.one32); break;
+      case 0:
+        te::launch(add, {1}, sl.acc32, sl.host, sl.acc32, kN, 1024);
+        break;
+      case 1:
+        te::launch(add, {1}, sl.acc32, sl.cplx, sl.acc32, kN, 1024);
+        break;
+      default:
+        te::launch(add, {1}, sl.acc32, sl.one32);
+        break;
     }
   };
   std::vector<std::string> bad_what(3);
@@ -328,10 +342,22 @@ TEST(TorchSoak, EightThreadsWithMixedDeviceAndBadCalls) {
 
   const auto one_launch = [&](Slot& sl, int64_t i) {
     switch (i % 4) {
-      case 0: te::launch(add, {te::cdiv(kN, 1024)}, sl.acc32, sl.one32, sl.acc32, kN, 1024); ++sl.full32; break;
-      case 1: te::launch(add, {te::cdiv(kPart, 512)}, sl.acc32, sl.one32, sl.acc32, kPart, 512); ++sl.part32; break;
-      case 2: te::launch(add, {te::cdiv(kN, 1024)}, sl.acc64, sl.one64, sl.acc64, kN, 1024); ++sl.full64; break;
-      default: te::launch(add, {te::cdiv(kPart, 256)}, sl.acc64, sl.one64, sl.acc64, kPart, 256); ++sl.part64; break;
+      case 0:
+        te::launch(add, {te::cdiv(kN, 1024)}, sl.acc32, sl.one32, sl.acc32, kN, 1024);
+        ++sl.full32;
+        break;
+      case 1:
+        te::launch(add, {te::cdiv(kPart, 512)}, sl.acc32, sl.one32, sl.acc32, kPart, 512);
+        ++sl.part32;
+        break;
+      case 2:
+        te::launch(add, {te::cdiv(kN, 1024)}, sl.acc64, sl.one64, sl.acc64, kN, 1024);
+        ++sl.full64;
+        break;
+      default:
+        te::launch(add, {te::cdiv(kPart, 256)}, sl.acc64, sl.one64, sl.acc64, kPart, 256);
+        ++sl.part64;
+        break;
     }
   };
   // Element j was added to by every launch of its dtype whose n covers it.
@@ -402,10 +428,11 @@ TEST(TorchSoak, EightThreadsWithMixedDeviceAndBadCalls) {
   ASSERT_EQ(cudaMemGetInfo(&free1, &total_mem), cudaSuccess);
   const int64_t device_growth = static_cast<int64_t>(free0) - static_cast<int64_t>(free1);
   const int64_t rss_growth = te_test::rss_bytes() - rss0;
-  std::printf("soak (torch): %lld launches and %lld bad calls from %d threads in %.1f s; device "
-              "memory %+lld bytes, resident memory %+lld bytes\n",
-              static_cast<long long>(launches), static_cast<long long>(bad), kThreads, secs,
-              static_cast<long long>(device_growth), static_cast<long long>(rss_growth));
+  std::printf(
+      "soak (torch): %lld launches and %lld bad calls from %d threads in %.1f s; device "
+      "memory %+lld bytes, resident memory %+lld bytes\n",
+      static_cast<long long>(launches), static_cast<long long>(bad), kThreads, secs,
+      static_cast<long long>(device_growth), static_cast<long long>(rss_growth));
   EXPECT_LE(device_growth, te_test::kMiB);
   if (te_test::under_cuda_tool()) {
     std::printf("a CUDA tool is injected: resident memory not checked\n");
@@ -436,8 +463,8 @@ TEST_P(Ops, MatchAten) {
   EXPECT_TRUE(at::allclose(out, a + b));
   EXPECT_TRUE(at::allclose(te::ops::softmax(a), at::softmax(a, -1), 1e-5, 1e-6));
   at::Tensor w = at::randn({65}, opts()), bias = at::randn({65}, opts());
-  EXPECT_TRUE(at::allclose(te::ops::layer_norm(a, {65}, w, bias),
-                           at::layer_norm(a, {65}, w, bias), 1e-4, 1e-5));
+  EXPECT_TRUE(at::allclose(te::ops::layer_norm(a, {65}, w, bias), at::layer_norm(a, {65}, w, bias),
+                           1e-4, 1e-5));
   EXPECT_TRUE(at::allclose(te::ops::rms_norm(a, {65}, w), at::rms_norm(a, {65}, w), 1e-4, 1e-5));
   at::Tensor i = at::randint(-5, 5, {7, 9}, opts(at::kInt));
   at::Tensor s = te::ops::sum(i, 0);
@@ -460,17 +487,20 @@ TEST_P(Ops, AutogradFromCpp) {
 
 TEST_P(Ops, ErrorsNameTheOpAndArgument) {
   at::Tensor a = at::zeros({4, 3}, opts());
-  EXPECT_EQ(message_of<c10::ValueError>([&] { te::ops::layer_norm(a, {4}); }).find(
-                "triton_embed::layer_norm: argument 'input' of shape [4, 3] does not end with "
+  EXPECT_EQ(
+      message_of<c10::ValueError>([&] { te::ops::layer_norm(a, {4}); })
+          .find("triton_embed::layer_norm: argument 'input' of shape [4, 3] does not end with "
                 "argument 'normalized_shape' [4]"),
-            0u);
-  EXPECT_EQ(message_of<c10::TypeError>([&] { te::ops::softmax(a.to(at::kInt)); }).find(
-                "triton_embed::softmax: argument 'self' must be a float16, bfloat16, float32 or "
+      0u);
+  EXPECT_EQ(
+      message_of<c10::TypeError>([&] { te::ops::softmax(a.to(at::kInt)); })
+          .find("triton_embed::softmax: argument 'self' must be a float16, bfloat16, float32 or "
                 "float64 tensor, got Int"),
-            0u);
+      0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, Ops, ::testing::Values(at::Device(at::kCPU), at::Device(at::kCUDA)),
+INSTANTIATE_TEST_SUITE_P(Devices, Ops,
+                         ::testing::Values(at::Device(at::kCPU), at::Device(at::kCUDA)),
                          [](const auto& info) { return info.param.is_cuda() ? "cuda" : "cpu"; });
 
 // ---- wrapped kernels and named arguments through the torch layer ---------------------------
@@ -488,12 +518,14 @@ TEST(TorchWrapped, HeuristicsAndNamedArgumentsOnCpuTensors) {
   const at::Tensor x = at::arange(1000, at::kFloat);
   at::Tensor out = at::zeros_like(x);
   const int64_t n = x.numel();
-  te::launch(heur, [&](const te::Meta& m) { return blocks(m, n); }, x, "out_ptr"_a = out, "n"_a = n);
+  te::launch(
+      heur, [&](const te::Meta& m) { return blocks(m, n); }, x, "out_ptr"_a = out, "n"_a = n);
   EXPECT_TRUE(at::equal(out, x * 2));
   // An autotuned kernel in the interpreter runs its first pruned config.
   static const te::JitFunction tuned("te_tune_kernels", "tuned_kernel");
   at::Tensor out2 = at::zeros_like(x);
-  te::launch(tuned, [&](const te::Meta& m) { return blocks(m, n); }, x, out2, n, "ACT"_a = "neg");
+  te::launch(
+      tuned, [&](const te::Meta& m) { return blocks(m, n); }, x, out2, n, "ACT"_a = "neg");
   EXPECT_TRUE(at::equal(out2, x * -2));
 }
 
@@ -506,7 +538,8 @@ TEST(TorchWrapped, AutotunedKernelsOnTheGpu) {
   auto grid = [&](const te::Meta& m) { return blocks(m, n); };
   te::launch(tuned, grid, x, out, n, "ACT"_a = "relu");
   EXPECT_TRUE(at::equal(out, at::relu(x * 2)));
-  const te::TuningResult* r = tuned.tuning_result(x.data_ptr<float>(), out.data_ptr<float>(), n, "ACT"_a = "relu");
+  const te::TuningResult* r =
+      tuned.tuning_result(x.data_ptr<float>(), out.data_ptr<float>(), n, "ACT"_a = "relu");
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->key, "(100000, 'torch.float32', 'torch.float32')");
   EXPECT_EQ(r->timings.size(), 3u);
@@ -519,12 +552,14 @@ TEST(TorchWrapped, AutotunedKernelsOnTheGpu) {
   static const te::JitFunction accum("te_tune_kernels", "atomic_accum_kernel");
   const at::Tensor ones = at::ones({4096}, at::device(at::kCUDA).dtype(at::kInt));
   at::Tensor acc = at::zeros({1}, ones.options());
-  te::launch(accum, [&](const te::Meta& m) { return blocks(m, 4096); }, ones, acc, int64_t{4096});
+  te::launch(
+      accum, [&](const te::Meta& m) { return blocks(m, 4096); }, ones, acc, int64_t{4096});
   EXPECT_EQ(acc.item<int>(), 4096);
   // restore_value: x += 1 applied once, whatever the benchmark ran.
   static const te::JitFunction inplace("te_tune_kernels", "inplace_kernel");
   at::Tensor y = at::zeros({5000}, at::device(at::kCUDA).dtype(at::kFloat));
-  te::launch(inplace, [&](const te::Meta& m) { return blocks(m, 5000); }, y, int64_t{5000});
+  te::launch(
+      inplace, [&](const te::Meta& m) { return blocks(m, 5000); }, y, int64_t{5000});
   EXPECT_TRUE(at::equal(y, at::ones_like(y)));
 
   // prepare, then capture and replay in a CUDA graph.
@@ -536,7 +571,8 @@ TEST(TorchWrapped, AutotunedKernelsOnTheGpu) {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   ASSERT_EQ(cudaStreamBeginCapture(stream.stream(), cudaStreamCaptureModeGlobal), cudaSuccess);
-  tuned.launch(grid3, stream.stream(), x3.data_ptr<float>(), out3.data_ptr<float>(), int64_t{70000});
+  tuned.launch(grid3, stream.stream(), x3.data_ptr<float>(), out3.data_ptr<float>(),
+               int64_t{70000});
   ASSERT_EQ(cudaStreamEndCapture(stream.stream(), &graph), cudaSuccess);
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
   ASSERT_EQ(cudaGraphLaunch(exec, stream.stream()), cudaSuccess);
@@ -547,10 +583,12 @@ TEST(TorchWrapped, AutotunedKernelsOnTheGpu) {
   // A new key inside a capture: an error that says to prepare first.
   ASSERT_EQ(cudaStreamBeginCapture(stream.stream(), cudaStreamCaptureModeRelaxed), cudaSuccess);
   try {
-    tuned.launch(grid3, stream.stream(), x3.data_ptr<float>(), out3.data_ptr<float>(), int64_t{60000});
+    tuned.launch(grid3, stream.stream(), x3.data_ptr<float>(), out3.data_ptr<float>(),
+                 int64_t{60000});
     ADD_FAILURE() << "expected NotSupportedError";
   } catch (const te::NotSupportedError& e) {
-    EXPECT_NE(std::string(e.what()).find("call prepare(grid, args...)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("call prepare(grid, args...)"), std::string::npos)
+        << e.what();
   }
   cudaGraph_t g2 = nullptr;
   cudaStreamEndCapture(stream.stream(), &g2);

@@ -3,12 +3,12 @@
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <triton_embed/jit.h>
 
 #include <optional>
 #include <string>
 
-#include <triton_embed/detail/testing.h>
-#include <triton_embed/jit.h>
+#include "testing/testing.h"
 
 #if defined(TE_HAVE_CUDART)
 #include <cuda_runtime_api.h>
@@ -77,10 +77,11 @@ PYBIND11_MODULE(te_pyext, m) {
       py::arg("x"), py::arg("y"), py::arg("out"), py::arg("n"), py::arg("block"),
       py::arg("num_warps") = 0);
   m.def("cuda_available", [] { return te::cuda_available(); });
-  m.def("launch_add", [](uint64_t x, uint64_t y, uint64_t out, int64_t n, int block, uint64_t stream) {
-    te::JitFunction add("pykernels.vector", "add_kernel");
-    add.launch({te::cdiv(n, block)}, reinterpret_cast<te::Stream>(stream), at<float>(x),
-               at<float>(y), at<float>(out), n, block);
-    return kernel_dict(add.compile(at<float>(x), at<float>(y), at<float>(out), n, block));
-  });
+  m.def("launch_add",
+        [](uint64_t x, uint64_t y, uint64_t out, int64_t n, int block, uint64_t stream) {
+          te::JitFunction add("pykernels.vector", "add_kernel");
+          add.launch({te::cdiv(n, block)}, reinterpret_cast<te::Stream>(stream), at<float>(x),
+                     at<float>(y), at<float>(out), n, block);
+          return kernel_dict(add.compile(at<float>(x), at<float>(y), at<float>(out), n, block));
+        });
 }

@@ -1,12 +1,12 @@
-// The test hooks of detail/testing.h that call Python (the rest: src/core/testing.cc).
-
-#include "triton_embed/detail/testing.h"
+// The test hooks of testing.h that call Python (the rest: testing.cc). They reach the JIT
+// layer through its internal seams (TE_INTERNAL_API in src/python/ headers).
 
 #include "core/bind.h"
-#include "core/errors.h"
 #include "core/specialize.h"
 #include "python/convert.h"
 #include "python/interpreter.h"
+#include "python/jit_layer.h"
+#include "testing/testing.h"
 
 namespace triton_embed::detail::testing {
 
@@ -28,5 +28,7 @@ long compile_count() {
   py::Gil gil;
   return py::glue().attr("compile_count").cast<long>();
 }
+
+long layer_python_calls() { return py::layer_python_calls(); }
 
 }  // namespace triton_embed::detail::testing

@@ -1,47 +1,43 @@
 #pragma once
 
 /*! \file
- *  \brief Internal hooks for triton_embed's own tests and benchmarks. Not a stable API.
+ *  \brief Dry runs, hooks and counters for triton_embed's own tests and benchmarks: the
+ *  triton_embed_testing libraries (src/testing/), linked by tests/ and bench/ only and never
+ *  installed. The runtime's side of each seam is internal (TE_INTERNAL_API in src/core/ and
+ *  src/python/ headers).
  */
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "core/tensor_map_encode.h"
 #include "triton_embed/jit.h"
 
 namespace triton_embed::detail {
 
-TRITON_EMBED_API int host_path_dry_run(KernelState* kernel, const InternedOptions* options,
-                                       const ArgValue* args, size_t nargs, uint64_t* slots_out);
-TRITON_EMBED_API int dry_run_call(KernelState* kernel, const InternedOptions* options,
-                                  const CallArgs& call, uint64_t* slots_out);
+// The launch path up to the driver call (src/core/launch.cc, src/core/layers.cc).
+TE_INTERNAL_API int host_path_dry_run(KernelState* kernel, const InternedOptions* options,
+                                      const ArgValue* args, size_t nargs, uint64_t* slots_out);
+TE_INTERNAL_API int dry_run_call(KernelState* kernel, const InternedOptions* options,
+                                 const CallArgs& call, uint64_t* slots_out);
 
 namespace testing {
 
 /*! The arguments of one cuTensorMapEncodeTiled call, as plain integers (the driver's enum
  *  values); \c strides in bytes, \c rank - 1 of them. */
-struct TensorMapEncodeCall {
-  int data_type = 0;
-  uint32_t rank = 0;
-  uint64_t address = 0;
-  uint64_t dims[5] = {};
-  uint64_t strides[5] = {};
-  uint32_t box[5] = {};
-  uint32_t element_strides[5] = {};
-  int interleave = 0, swizzle = 0, l2_promotion = 0, oob_fill = 0;
-};
+using TensorMapEncodeCall = detail::TensorMapEncodeCall;
 /*! Replaces the driver's cuTensorMapEncodeTiled (nullptr restores it): the hook writes the
  *  128 bytes of the map. For checking the encoding's inputs and its cache without a GPU. */
-using TensorMapEncoder = void (*)(const TensorMapEncodeCall& call, unsigned char* map);
-TRITON_EMBED_API void set_tensor_map_encoder(TensorMapEncoder encoder);
+using TensorMapEncoder = detail::TensorMapEncoder;
+void set_tensor_map_encoder(TensorMapEncoder encoder);
 /*! How many tensor maps have been encoded (cache misses) since the process started. */
-TRITON_EMBED_API uint64_t tensor_map_encodes();
+uint64_t tensor_map_encodes();
 
 /*! A new reference (as void*) to the tuple (specialization, bound_args) Triton's binder
  *  would see for these C++ arguments (defaults filled in for those left out). Raises what a
  *  launch raises for them. The caller holds the GIL. */
-TRITON_EMBED_API void* specialization(KernelState* kernel, const ArgValue* args, size_t nargs);
+void* specialization(KernelState* kernel, const ArgValue* args, size_t nargs);
 
 template <class... Args>
 void* specialization_of(const JitFunction& fn, const Args&... args) {
@@ -67,11 +63,10 @@ int dry_run(const JitFunction& fn, uint64_t* slots_out, const Args&... args) {
  *  arguments: 1 when both give the same key words and packed values, 0 when they differ,
  *  -1 when the one-pass path declines the call (the general path takes it). Raises what the
  *  general path raises. */
-TRITON_EMBED_API int fast_path_agrees(KernelState* kernel, const ArgValue* args, size_t nargs);
+int fast_path_agrees(KernelState* kernel, const ArgValue* args, size_t nargs);
 /*! The cache key words the general path builds for these arguments (target and options
  *  aside). Raises what the general path raises. */
-TRITON_EMBED_API std::vector<uint64_t> key_words(KernelState* kernel, const ArgValue* args,
-                                                 size_t nargs);
+std::vector<uint64_t> key_words(KernelState* kernel, const ArgValue* args, size_t nargs);
 template <class... Args>
 std::vector<uint64_t> key_words_of(const JitFunction& fn, const Args&... args) {
   ArgValue vals[kArgSlots<Args...> + 1];
@@ -80,10 +75,10 @@ std::vector<uint64_t> key_words_of(const JitFunction& fn, const Args&... args) {
 }
 /*! Whether launches and dry runs of wrapped kernels use the memo of whole positional calls
  *  (default on; tests compare both), and how many calls it resolved so far. */
-TRITON_EMBED_API void set_call_memo(bool on);
-TRITON_EMBED_API uint64_t call_memo_hits();
+void set_call_memo(bool on);
+uint64_t call_memo_hits();
 /*! The compiled kernel the calling thread's last dry run resolved. */
-TRITON_EMBED_API const CompiledKernel* last_dry_run_kernel() noexcept;
+const CompiledKernel* last_dry_run_kernel() noexcept;
 
 template <class... Args>
 int fast_path_agrees_for(const JitFunction& fn, const Args&... args) {
@@ -94,23 +89,23 @@ int fast_path_agrees_for(const JitFunction& fn, const Args&... args) {
 
 /*! The launch's grid check: throws what a launch on \p grid with \p num_ctas raises
  *  before the driver call (OverflowError, ValueError), or returns. */
-TRITON_EMBED_API void check_grid(KernelState* kernel, const Grid& grid, uint32_t num_ctas);
+void check_grid(KernelState* kernel, const Grid& grid, uint32_t num_ctas);
 
 /*! Number of Triton compiles this process has run through triton_embed. */
-TRITON_EMBED_API long compile_count();
+long compile_count();
 
 /*! Number of times a wrapped kernel's layers ran Python (heuristics, tuning, pruning,
  *  config pre-hooks) in this process. */
-TRITON_EMBED_API long layer_python_calls();
+long layer_python_calls();
 
 /*! Number of threads waiting for another thread's compile of one of the kernel's keys. */
-TRITON_EMBED_API int compile_waiters(const JitFunction& fn);
+int compile_waiters(const JitFunction& fn);
 
 /*! Number of entries in a kernel's cache. */
-TRITON_EMBED_API size_t cache_size(const JitFunction& fn);
+size_t cache_size(const JitFunction& fn);
 
 /*! fp16 bits as Triton's launcher packs a Python float; false on overflow. */
-TRITON_EMBED_API bool half_bits(double value, uint16_t* bits);
+bool half_bits(double value, uint16_t* bits);
 
 }  // namespace testing
 }  // namespace triton_embed::detail

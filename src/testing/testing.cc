@@ -1,0 +1,94 @@
+// The test hooks of testing.h that need no Python (the rest: jit_testing.cc). Each reads or
+// sets the runtime through its internal seams (TE_INTERNAL_API in src/core/ headers).
+
+#include "testing/testing.h"
+
+#include <cstring>
+#include <mutex>
+
+#include "core/bind.h"
+#include "core/kernel_state.h"
+#include "core/layers.h"
+#include "core/specialize.h"
+
+namespace triton_embed::detail::testing {
+
+size_t cache_size(const JitFunction& fn) {
+  Cache& c = fn.state()->cache;
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.table.size();
+}
+
+int compile_waiters(const JitFunction& fn) {
+  Cache& c = fn.state()->cache;
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.building.waiters();
+}
+
+bool half_bits(double value, uint16_t* bits) { return double_to_half_bits(value, bits); }
+
+void set_tensor_map_encoder(TensorMapEncoder encoder) { detail::set_tensor_map_encoder(encoder); }
+
+uint64_t tensor_map_encodes() { return detail::tensor_map_encodes(); }
+
+void set_call_memo(bool on) { detail::set_call_memo(on); }
+
+uint64_t call_memo_hits() { return detail::call_memo_hits(); }
+
+const CompiledKernel* last_dry_run_kernel() noexcept { return detail::last_dry_run_kernel(); }
+
+void check_grid(KernelState* kernel, const Grid& grid, uint32_t num_ctas) {
+  check_launch_grid(*kernel, grid, num_ctas);
+}
+
+namespace {
+
+// A call's specialisation and cache key, as the launch path's general path builds them.
+struct Keyed {
+  ArgValue buf[kMaxArgs];
+  LeafList leaves;
+  Key key;
+};
+
+void build(const KernelState& k, const ArgValue* args, size_t nargs, Keyed& out) {
+  const ArgValue* all = with_defaults(k, args, nargs, out.buf);
+  specialize(k, all, out.leaves);
+  build_key(k, out.leaves, out.key);
+}
+
+}  // namespace
+
+std::vector<uint64_t> key_words(KernelState* kernel, const ArgValue* args, size_t nargs) {
+  Keyed slow;
+  build(*kernel, args, nargs, slow);
+  return std::vector<uint64_t>(slow.key.w, slow.key.w + slow.key.n);
+}
+
+int fast_path_agrees(KernelState* kernel, const ArgValue* args, size_t nargs) {
+  KernelState& k = *kernel;
+  ArgValue fast_buf[kMaxArgs];
+  Key fast_key;
+  uint64_t fast_slots[kMaxLeaves + 2];
+  uint32_t fast_n = 0;
+  const bool took =
+      fast_key_and_pack(k, with_defaults(k, args, nargs, fast_buf), fast_key, fast_slots, &fast_n);
+  Keyed slow;
+  build(k, args, nargs, slow);
+  uint64_t slow_slots[kMaxLeaves + 2];
+  uint32_t slow_n = 0;
+  for (uint32_t i = 0; i < slow.leaves.n; ++i) {  // the one-pass path declines descriptors
+    const Leaf& l = slow.leaves.leaves[i];
+    if (l.kind == LeafKind::kScalar || l.kind == LeafKind::kPointer) {
+      slow_slots[slow_n++] = pack_leaf(k, l);
+    }
+  }
+  if (!took) return -1;
+  return fast_key.n == slow.key.n &&
+                 std::memcmp(fast_key.w, slow.key.w, slow.key.n * sizeof(uint64_t)) == 0 &&
+                 fast_n == slow_n &&
+                 std::memcmp(fast_slots, slow_slots, slow_n * sizeof(uint64_t)) == 0
+             ? 1
+             : 0;
+}
+
+}  // namespace triton_embed::detail::testing
