@@ -17,7 +17,6 @@
 
 #include <sys/wait.h>
 #include <triton_embed/bundle.h>
-#include <triton_embed/detail/testing.h>
 #include <triton_embed/error.h>
 #include <triton_embed/jit.h>
 #include <unistd.h>
@@ -33,6 +32,7 @@
 
 #include "../cpp/bundle_calls.h"
 #include "bundle/format.h"
+#include "testing/testing.h"
 
 namespace te = triton_embed;
 
