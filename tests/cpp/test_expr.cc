@@ -54,12 +54,33 @@ ArgValue to_arg(py::handle v, std::deque<std::string>& strings) {
     a.kind = ArgKind::kStr;
     a.s = strings.back().c_str();
     a.count = static_cast<uint32_t>(strings.back().size());
+  } else if (py::hasattr(v, "block_shape")) {  // a hook's descriptor: nothing of it is read
+    a.kind = ArgKind::kTensorDesc;
   } else {  // a tensor: its dtype
     a.kind = ArgKind::kPointer;
     a.u = 0x10000;
     a.dtype = te::dtype_from_name(py::str(v.attr("dtype")).cast<std::string>().substr(6));
   }
   return a;
+}
+
+// The arguments of a call whose Python dict is `args`, by parameter, and which it holds (bit p:
+// parameter p is in the dict; one left out is absent from Python's dict).
+struct Bound {
+  std::deque<std::string> strings;
+  std::vector<ArgValue> vals;
+  uint64_t given[2] = {0, 0};
+};
+void bind_args(py::dict args, const std::vector<std::string>& params, Bound& b) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const py::str key(params[i]);
+    if (args.contains(key)) {
+      b.vals.push_back(to_arg(args[key], b.strings));
+      b.given[i >> 6] |= uint64_t{1} << (i & 63);
+    } else {
+      b.vals.push_back(to_arg(py::none(), b.strings));
+    }
+  }
 }
 
 // The Python value of an evaluation's result.
@@ -130,19 +151,10 @@ TEST_F(Expr, EqualsPythonOnRandomInputsForEverySupportedForm) {
     ASSERT_EQ(q.encode(), p.encode());
     for (int seed = 0; seed < 400; ++seed) {
       py::dict args = te_test::eval("te_expr_cases").attr("random_args")(name, seed);
-      std::deque<std::string> strings;
-      std::vector<ArgValue> vals;
-      uint64_t given[2] = {0, 0};
-      for (size_t i = 0; i < params.size(); ++i) {
-        const py::str key(params[i]);
-        if (args.contains(key)) {
-          vals.push_back(to_arg(args[key], strings));
-          given[i >> 6] |= uint64_t{1} << (i & 63);
-        } else {
-          vals.push_back(to_arg(py::none(), strings));  // not given: absent from Python's dict
-        }
-      }
-      const ex::Result r = ex::evaluate(q, vals.data(), static_cast<uint32_t>(vals.size()), given);
+      Bound b;
+      bind_args(args, params, b);
+      const ex::Result r =
+          ex::evaluate(q, b.vals.data(), static_cast<uint32_t>(b.vals.size()), b.given);
       py::tuple want = te_test::eval("te_expr_cases").attr("run")(name, args);
       const std::string where = name + " " + q.str(params) + " with " + te_test::repr(args);
       if (want[0].cast<std::string>() == "raise") {
@@ -209,25 +221,10 @@ TEST_F(Expr, PreHooksEqualPythonOnRandomConfigs) {
     ASSERT_EQ(back.encode(), h.encode());
     for (int seed = 0; seed < 200; ++seed) {
       py::dict nargs = te_test::eval("te_expr_cases").attr("random_hook_args")(name, seed);
-      std::deque<std::string> strings;
-      std::vector<ArgValue> vals;
-      uint64_t given[2] = {0, 0};
-      for (size_t i = 0; i < params.size(); ++i) {
-        const py::str key(params[i]);
-        ArgValue a = to_arg(py::none(), strings);
-        if (nargs.contains(key)) {
-          py::handle v = nargs[key];
-          if (py::hasattr(v, "block_shape")) {
-            a.kind = ArgKind::kTensorDesc;  // what the hook reads of it: nothing but itself
-          } else {
-            a = to_arg(v, strings);
-          }
-          given[i >> 6] |= uint64_t{1} << (i & 63);
-        }
-        vals.push_back(a);
-      }
+      Bound b;
+      bind_args(nargs, params, b);
       const ex::HookResult r =
-          ex::apply(back, vals.data(), static_cast<uint32_t>(vals.size()), given);
+          ex::apply(back, b.vals.data(), static_cast<uint32_t>(b.vals.size()), b.given);
       py::tuple want = te_test::eval("te_expr_cases").attr("run_hook")(name, nargs);
       const std::string where = name + " " + back.str(params) + " with " + te_test::repr(nargs);
       if (want[0].cast<std::string>() == "raise") {
