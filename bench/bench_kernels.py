@@ -47,7 +47,7 @@ def args_16(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15
 
 
 @triton.jit
-def args_32(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15, p16, p17, p18, p19, p20, p21, p22, p23, p24, p25, p26, p27, p28, p29, p30, p31):
+def args_32(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15, p16, p17, p18, p19, p20, p21, p22, p23, p24, p25, p26, p27, p28, p29, p30, p31):  # noqa: E501
     """p0[0] = the sum of p_i[0] over the 32 arguments."""
     acc = tl.load(p0)
     acc += tl.load(p1)
@@ -124,5 +124,26 @@ def add_autotune_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
 @triton.jit
 def tma_copy(src, dst, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """The benchmark's TMA row: two host tensor descriptors, one row block per program."""
+    om = tl.program_id(0) * BLOCK_M
+    dst.store([om, 0], src.load([om, 0]))
+
+
+def _tma_block_shapes(nargs):
+    """The config pre-hook of Triton's persistent-matmul tutorial: the descriptors' block shapes
+    follow the config's tile (the runtime applies it in C++)."""
+    nargs["src"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_N"]]
+    nargs["dst"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_N"]]
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK_M": 64, "BLOCK_N": 64}, num_warps=w, pre_hook=_tma_block_shapes)
+             for w in (4, 8)],
+    key=["n_rows"],
+)
+@triton.jit
+def tma_copy_tuned(src, dst, n_rows, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """tma_copy, autotuned, with host descriptors whose block shapes each config's pre-hook
+    sets (the caller's are placeholders); every config's tile is tma_copy's (64 x 64), so the
+    raw floor launches with tma_copy's encoded maps."""
     om = tl.program_id(0) * BLOCK_M
     dst.store([om, 0], src.load([om, 0]))

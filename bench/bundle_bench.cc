@@ -13,7 +13,14 @@
 //     tuned_ratio, tuned_p25, tuned_p75, tuned_correct, tuned_best
 //                          the same for bench_kernels.add_autotune_kernel (@triton.autotune,
 //                          a grid callable): its tuned choice and cubin come from the bundle
+//     hook_ratio, hook_p25, hook_p75, hook_correct
+//                          the same for bench_kernels.tma_copy_tuned (@triton.autotune, two
+//                          host descriptors whose config pre-hook sets their block shapes)
 // bench/run.py runs it in fresh processes on the bundle launch_bench wrote.
+
+#include <triton_embed/bundle.h>
+#include <triton_embed/jit.h>
+#include <triton_embed/tensor_descriptor.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -22,9 +29,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <triton_embed/bundle.h>
-#include <triton_embed/jit.h>
 
 #include "bench_common.h"
 
@@ -144,8 +148,60 @@ int run(const char* bundle) {
       [&] { check(d.launch_kernel_ex(&cfgt, fnt, params, nullptr), "cuLaunchKernelEx"); },
       [&] { tuned.launch(tuned_grid, ts, xp, yp, op, kN); }, s, d);
 
+  // An autotuned kernel whose config pre-hook sets its two descriptors' block shapes: the
+  // choice, the hook (applied in C++) and the cubin come from the bundle. The raw floor takes
+  // the maps tma_copy (same tile) encoded for descriptors of that block shape.
+  constexpr int64_t kM = 256, kCols = 64;
+  CUdeviceptr ts_src, ts_dst;
+  check(d.mem_alloc(&ts_src, kM * kCols * 4), "cuMemAlloc");
+  check(d.mem_alloc(&ts_dst, kM * kCols * 4), "cuMemAlloc");
+  std::vector<float> hsrc(kM * kCols), hdst(kM * kCols);
+  for (size_t i = 0; i < hsrc.size(); ++i) hsrc[i] = static_cast<float>(i % 1000) * 0.5f;
+  check(d.memcpy_htod(ts_src, hsrc.data(), hsrc.size() * 4), "cuMemcpyHtoD");
+  const te::TensorDescriptor placeholder_src(ts_src, te::DType::fp32, {kM, kCols}, {kCols, 1},
+                                             {1, 1});
+  const te::TensorDescriptor placeholder_dst(ts_dst, te::DType::fp32, {kM, kCols}, {kCols, 1},
+                                             {1, 1});
+  const te::JitFunction hooked("bench_kernels", "tma_copy_tuned");
+  const auto hooked_grid = [](const te::Meta& m) { return te::Grid(te::cdiv(kM, m["BLOCK_M"])); };
+  hooked.launch(hooked_grid, ts, placeholder_src, placeholder_dst, kM);
+  check(d.stream_synchronize(s), "cuStreamSynchronize");
+  check(d.memcpy_dtoh(hdst.data(), ts_dst, hdst.size() * 4), "cuMemcpyDtoH");
+  const bool hook_correct = std::memcmp(hsrc.data(), hdst.data(), hsrc.size() * 4) == 0;
+  const te::TensorDescriptor src64(ts_src, te::DType::fp32, {kM, kCols}, {kCols, 1}, {64, 64});
+  const te::TensorDescriptor dst64(ts_dst, te::DType::fp32, {kM, kCols}, {kCols, 1}, {64, 64});
+  const te::JitFunction copy("bench_kernels", "tma_copy");
+  copy.launch({kM / 64}, ts, src64, dst64, 64, kCols);
+  check(d.stream_synchronize(s), "cuStreamSynchronize");
+  alignas(64) unsigned char map_src[128], map_dst[128];
+  std::memcpy(map_src, src64.cache().map, sizeof(map_src));
+  std::memcpy(map_dst, dst64.cache().map, sizeof(map_dst));
+  const te::CompiledKernel& kh = hooked.compile(placeholder_src, placeholder_dst, kM);
+  CUmodule mh;
+  check(d.module_load_data(&mh, kh.cubin().data()), "cuModuleLoadData");
+  CUfunction fnh;
+  check(d.module_get_function(&fnh, mh, kh.name().c_str()), "cuModuleGetFunction");
+  int32_t shape[2] = {static_cast<int32_t>(kM), static_cast<int32_t>(kCols)};
+  int64_t strides[2] = {kCols, 1};
+  int32_t n_rows = static_cast<int32_t>(kM);
+  uint64_t scratch[2] = {0, 0};
+  void* hparams[] = {map_src, &shape[0],   &shape[1],  &strides[0], &strides[1],
+                     map_dst, &shape[0],   &shape[1],  &strides[0], &strides[1],
+                     &n_rows, &scratch[0], &scratch[1]};
+  CUlaunchConfig cfgh = cfg;
+  cfgh.gridDimX = static_cast<unsigned>(kM / 64);
+  cfgh.blockDimX = static_cast<unsigned>(32 * kh.num_warps());
+  cfgh.sharedMemBytes = static_cast<unsigned>(kh.shared());
+  const bench::Pair hpair = bench::paired(
+      [&] { check(d.launch_kernel_ex(&cfgh, fnh, hparams, nullptr), "cuLaunchKernelEx"); },
+      [&] { hooked.launch(hooked_grid, ts, placeholder_src, placeholder_dst, kM); }, s, d);
   std::printf(
-      "{\"context_s\": %.6f, \"first_launch_s\": %.6f, \"rss_before_mib\": %.2f, "
+      "{\"hook_raw_us\": %.4f, \"hook_ours_us\": %.4f, \"hook_ratio\": %.4f, \"hook_p25\": %.4f, "
+      "\"hook_p75\": %.4f, \"hook_correct\": %s, ",
+      hpair.raw_us, hpair.ours_us, hpair.ratio, hpair.p25, hpair.p75,
+      hook_correct ? "true" : "false");
+  std::printf(
+      "\"context_s\": %.6f, \"first_launch_s\": %.6f, \"rss_before_mib\": %.2f, "
       "\"rss_added_mib\": %.2f, \"raw_us\": %.4f, \"ours_us\": %.4f, \"ratio\": %.4f, "
       "\"p25\": %.4f, \"p75\": %.4f, \"correct\": %s, \"tuned_raw_us\": %.4f, "
       "\"tuned_ours_us\": %.4f, \"tuned_ratio\": %.4f, \"tuned_p25\": %.4f, \"tuned_p75\": %.4f, "
@@ -153,7 +209,7 @@ int run(const char* bundle) {
       context_s, first_launch_s, rss_before, rss_added, pair.raw_us, pair.ours_us, pair.ratio,
       pair.p25, pair.p75, correct ? "true" : "false", tpair.raw_us, tpair.ours_us, tpair.ratio,
       tpair.p25, tpair.p75, tuned_correct ? "true" : "false", tr->best.str.c_str());
-  correct = correct && tuned_correct;
+  correct = correct && tuned_correct && hook_correct;
   return correct ? 0 : 1;
 }
 

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "bundle/format.h"
+#include "bundle/store.h"
 #include "calls_file.h"
 #include "core/errors.h"
 #include "core/kernel_state.h"
@@ -61,6 +62,7 @@ int list(const std::vector<std::string>& args) {
     const bundle::Bundle b = bundle::Bundle::open(args[i]);
     if (i > 0) std::cout << "\n";
     std::cout << bundle::describe(b);
+    std::cout << bundle::describe_decisions(b);  // checked as a load would
   }
   return kOk;
 }

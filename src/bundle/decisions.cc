@@ -19,7 +19,8 @@ namespace {
 // The layers' and records' own version (as the parameter table's, kernel_table.cc).
 // Layers: 2 added the parameters the autotune configs set; 3 each heuristic's expression.
 constexpr uint8_t kLayersVersion = 3;
-constexpr uint8_t kRecordVersion = 1;
+constexpr uint8_t kHeuristicRecordVersion = 1;
+constexpr uint8_t kChoiceRecordVersion = 2;  // 2: with the config's pre_hook as an expression
 
 constexpr uint8_t kLayerHeuristics = 0, kLayerAutotune = 1;
 
@@ -220,7 +221,7 @@ void record_decisions(const KernelState& k, uint32_t kernel, Contents& out) {
           rec.key_words = prefix;
           rec.key_words.insert(rec.key_words.end(), key.begin(), key.end());
           Writer w;
-          w.u8(kRecordVersion);
+          w.u8(kHeuristicRecordVersion);
           w.value(value);
           rec.payload = w.take();
           out.records.push_back(std::move(rec));
@@ -240,7 +241,7 @@ void record_decisions(const KernelState& k, uint32_t kernel, Contents& out) {
       push_text(encode_options(base->options), rec.key_words);
       rec.key_words.insert(rec.key_words.end(), words.begin() + 2, words.end());
       Writer w;
-      w.u8(kRecordVersion);
+      w.u8(kChoiceRecordVersion);
       w.u32(static_cast<uint32_t>(choice->kwargs.size()));
       for (const auto& [p, v] : choice->kwargs) {
         w.u32(p);
@@ -248,6 +249,8 @@ void record_decisions(const KernelState& k, uint32_t kernel, Contents& out) {
       }
       w.bytes(encode_options(choice->options->options));
       w.u8(choice->pre_hook);
+      w.bytes(choice->hook_why);
+      w.bytes(choice->hook_in_cpp() ? choice->hook.encode() : std::string());
       write_config(w, choice->result.best);
       w.bytes(choice->result.key);
       rec.payload = w.take();
@@ -281,7 +284,7 @@ void decode_heuristics(const ContentsView& c, uint32_t kernel, KernelState& k,
     const size_t nkey = kw.size() - 2 - kw[1];
     if (nkey > kMemoWords) corrupt(where, "a heuristic record with an oversized key");
     Reader r(rec.payload, k, where, "heuristic record");
-    check_version(r.u8(), kRecordVersion, where, "heuristic records");
+    check_version(r.u8(), kHeuristicRecordVersion, where, "heuristic records");
     if (!r.value(hr.value)) r.fail("a heuristic result only Python can hold");
     if (!r.done()) r.fail("bytes after the heuristic result");
     for (size_t i = 0; i < nkey; ++i) hr.key.push(kw[2 + kw[1] + i]);
@@ -311,7 +314,7 @@ void decode_choices(const ContentsView& c, uint32_t kernel, KernelState& k, size
     if (!pop_text(kw, at, base_text)) corrupt(where, "a tuning record without its key");
     const InternedOptions* base = intern_options(decode_options(base_text, where));
     Reader r(rec.payload, k, where, "tuning record");
-    check_version(r.u8(), kRecordVersion, where, "tuning records");
+    check_version(r.u8(), kChoiceRecordVersion, where, "tuning records");
     auto choice = std::make_unique<Choice>();
     const uint32_t nkw = r.u32();
     if (nkw > k.params.size()) r.fail("a choice that sets more parameters than the kernel has");
@@ -323,12 +326,26 @@ void decode_choices(const ContentsView& c, uint32_t kernel, KernelState& k, size
       choice->kwargs.emplace_back(p, v);
     }
     choice->options = intern_options(decode_options(r.bytes(), where));
-    choice->pre_hook = r.u8() != 0;
+    const uint8_t pre_hook = r.u8();
+    if (pre_hook > 1) r.fail("a pre_hook flag other than 0 or 1");
+    choice->pre_hook = pre_hook != 0;
+    choice->hook_why = std::string(r.bytes());
+    const std::string_view hook = r.bytes();
+    if (choice->hook_in_cpp()) {
+      std::string why;
+      if (!expr::Hook::decode(hook, static_cast<uint32_t>(k.params.size()), &choice->hook, &why)) {
+        r.fail(("a config pre_hook that does not decode (" + why + ")").c_str());
+      }
+    } else if (!hook.empty()) {
+      r.fail("a pre_hook expression for a config without one the runtime applies");
+    } else if (choice->pre_hook == choice->hook_why.empty()) {
+      r.fail("a pre_hook flag that disagrees with the hook's description");
+    }
     choice->result.best = read_config(r);
     choice->result.key = std::string(r.bytes());
     choice->result.from_cache = true;
     if (!r.done()) r.fail("bytes after the choice");
-    if (choice->pre_hook && skip_pre_hook) continue;
+    if (choice->pre_hook && !choice->hook_in_cpp() && skip_pre_hook) continue;
     ChoiceRecord cr;
     cr.target = serving;
     cr.key.push(base->id);

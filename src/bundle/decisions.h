@@ -13,7 +13,8 @@
 //     (param << 8 | aspect), the memo key words}; payload = the value.
 //   kind 2, a tuned choice: key = {layer, target, bytes of the base options text, the text
 //     packed 8 bytes a word, the tuning key words after the options id}; payload = the
-//     choice (meta-parameters, options text, pre_hook flag, Python's best config and key).
+//     choice (meta-parameters, options text, pre_hook flag, why the hook is not an expression
+//     or the hook as one (core/expr.h), Python's best config and key).
 
 #include <cstdint>
 #include <string>
@@ -49,8 +50,8 @@ void decode_heuristics(const ContentsView& c, uint32_t kernel, KernelState& k,
 
 // The choices `c` holds for k's autotune layer `layer`, tuned for the target that serves
 // `target` (the same, else the newest older one with the same warp size; 0: the newest),
-// appended to `out`. With `skip_pre_hook`, choices whose config has a pre_hook are left out
-// (the JIT layer tunes those itself: it must run the hook).
+// appended to `out`. With `skip_pre_hook`, choices whose config has a pre_hook only Python
+// runs are left out (the JIT layer tunes those itself: it must run the hook).
 void decode_choices(const ContentsView& c, uint32_t kernel, KernelState& k, size_t layer,
                     uint32_t target, bool skip_pre_hook, const std::string& where,
                     std::vector<ChoiceRecord>& out);

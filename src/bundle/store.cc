@@ -172,18 +172,26 @@ void check_entry(const Bundle& b, const ContentsView& c, size_t index, const Ent
   }
 }
 
-std::vector<std::string> param_names(const KernelState& k) {
-  std::vector<std::string> names;
-  for (const auto& p : k.params) names.push_back(p.name);
-  return names;
-}
+// The wrapped kernels of a bundle, decoded: their states (parameters and layers) and every
+// decision recorded for them.
+struct Decoded {
+  std::vector<std::unique_ptr<KernelState>> states;  // one per kernel
+  struct Choices {
+    uint32_t kernel = 0;
+    size_t layer = 0;
+    uint32_t target = 0;
+    std::vector<ChoiceRecord> records;
+  };
+  std::vector<std::vector<HeuristicRecord>> heuristics;  // one list per kernel
+  std::vector<Choices> choices;
+};
 
 // Everything in `b`, decoded and checked as its use would: kernels' parameter tables and
 // layers, entries, and every record of a wrapped kernel. A bundle that passes adds nothing a
 // later use can refuse with BundleError.
-void check_whole(const Bundle& b) {
+Decoded check_whole(const Bundle& b) {
   const ContentsView& c = b.view();
-  std::vector<std::unique_ptr<KernelState>> states;
+  Decoded d;
   for (const KernelView& kv : c.kernels) {
     std::unique_ptr<KernelState> k = decode_state(b, kv);
     if (kv.wrapper.empty() != kv.layers.empty()) {
@@ -199,12 +207,12 @@ void check_whole(const Bundle& b) {
       }
       decode_layers(kv.layers, *k, where(b, kv));
     }
-    states.push_back(std::move(k));
+    d.states.push_back(std::move(k));
   }
   for (size_t i = 0; i < c.entries.size(); ++i) check_entry(b, c, i, c.entries[i]);
   for (const RecordView& rec : c.records) {
     const KernelView& kv = c.kernels[rec.kernel];
-    const KernelState& k = *states[rec.kernel];
+    const KernelState& k = *d.states[rec.kernel];
     if (kv.wrapper.empty()) refuse(where(b, kv), "a decision recorded for a plain kernel");
     if (rec.kind == kRecordChoice) {
       const uint64_t layer = rec.key_words.empty() ? k.layers.size() : rec.key_words[0];
@@ -216,11 +224,11 @@ void check_whole(const Bundle& b) {
       refuse(where(b, kv), "a record of unknown kind " + std::to_string(rec.kind));
     }
   }
+  d.heuristics.resize(c.kernels.size());
   for (uint32_t i = 0; i < c.kernels.size(); ++i) {
-    KernelState& k = *states[i];
+    KernelState& k = *d.states[i];
     if (k.layers.empty()) continue;
-    std::vector<HeuristicRecord> heuristics;
-    decode_heuristics(c, i, k, where(b, c.kernels[i]), heuristics);
+    decode_heuristics(c, i, k, where(b, c.kernels[i]), d.heuristics[i]);
     for (size_t li = 0; li < k.layers.size(); ++li) {
       if (k.layers[li]->kind != Layer::Kind::kAutotune) continue;
       std::set<uint32_t> targets;
@@ -230,14 +238,75 @@ void check_whole(const Bundle& b) {
         }
       }
       for (uint32_t t : targets) {
-        std::vector<ChoiceRecord> choices;
-        decode_choices(c, i, k, li, t, false, where(b, c.kernels[i]), choices);
+        Decoded::Choices ch;
+        ch.kernel = i;
+        ch.layer = li;
+        ch.target = t;
+        decode_choices(c, i, k, li, t, false, where(b, c.kernels[i]), ch.records);
+        d.choices.push_back(std::move(ch));
       }
     }
   }
+  return d;
 }
 
 }  // namespace
+
+std::string describe_decisions(const Bundle& b) {
+  std::ostringstream os;
+  Decoded d;
+  try {
+    d = check_whole(b);
+  } catch (const BundleError& e) {
+    os << "a program refuses to load it: " << e.what() << "\n";
+    return os.str();
+  }
+  const ContentsView& c = b.view();
+  for (uint32_t i = 0; i < c.kernels.size(); ++i) {
+    const KernelState& k = *d.states[i];
+    if (k.layers.empty()) continue;
+    const std::vector<std::string> names = param_names(k);
+    os << "kernel #" << i << " " << full_name(k) << ": layers, outermost first\n";
+    for (size_t li = 0; li < k.layers.size(); ++li) {
+      const Layer& layer = *k.layers[li];
+      if (layer.kind == Layer::Kind::kHeuristics) {
+        for (const auto& h : layer.heuristics) {
+          os << "  layer " << li << " heuristic '" << h->name << "': ";
+          if (h->expr.empty()) {
+            os << "recorded values only (" << h->expr_why << ")\n";
+          } else {
+            os << h->expr.str(names) << "\n";
+          }
+        }
+        continue;
+      }
+      os << "  layer " << li << " autotune, key [";
+      const TuneLayer& t = *layer.tune;
+      for (size_t n = 0; n < t.key_params.size(); ++n) {
+        const int p = t.key_params[n];
+        os << (n ? ", " : "") << (p >= 0 ? names[static_cast<size_t>(p)] : std::string("?"));
+      }
+      os << "]\n";
+      for (const Decoded::Choices& ch : d.choices) {
+        if (ch.kernel != i || ch.layer != li) continue;
+        for (const ChoiceRecord& cr : ch.records) {
+          const Choice& choice = *cr.choice;
+          os << "    " << target_text(cr.target) << " key " << choice.result.key << ": "
+             << choice.result.best.str;
+          if (choice.hook_in_cpp()) {
+            os << "; pre_hook: "
+               << (choice.hook.actions.empty() ? std::string("does nothing")
+                                               : choice.hook.str(names));
+          } else if (choice.pre_hook) {
+            os << "; pre_hook in Python only (" << choice.hook_why << ")";
+          }
+          os << "\n";
+        }
+      }
+    }
+  }
+  return os.str();
+}
 
 void add(Bundle b) {
   check_whole(b);  // before anything of it is used: a refused bundle adds nothing
@@ -487,22 +556,8 @@ class BundleSource final : public KernelSource {
     const expr::Result r = expr::evaluate(h.expr, f.vals, f.np, given);
     const std::string what =
         full_name(k) + ": heuristic '" + h.name + "' (" + h.expr.str(param_names(k)) + ")";
-    switch (r.fault) {
-      case expr::Fault::kNone:
-        break;
-      case expr::Fault::kUnmodelled:
-        return false;
-      case expr::Fault::kZeroDivision:
-        TE_THROW(ValueError) << what << ": " << r.what << " (Python raises ZeroDivisionError)";
-      case expr::Fault::kTypeError:
-        TE_THROW(TypeError) << what << ": " << r.what << " (Python raises TypeError)";
-      case expr::Fault::kValueError:
-        TE_THROW(ValueError) << what << ": " << r.what << " (Python raises ValueError)";
-      case expr::Fault::kOverflowError:
-        TE_THROW(OverflowError) << what << ": " << r.what << " (Python raises OverflowError)";
-      case expr::Fault::kKeyError:
-        TE_THROW(LookupError) << what << ": " << r.what << " (Python raises KeyError)";
-    }
+    if (r.fault == expr::Fault::kUnmodelled) return false;
+    if (r.fault != expr::Fault::kNone) expr::raise(r.fault, what, r.what);
     if (!expr::to_arg(r.value, &out.value)) return false;
     if (out.value.kind == ArgKind::kStr) {
       // Kept with the kernel: the memo holds it beyond this call.
@@ -519,7 +574,7 @@ class BundleSource final : public KernelSource {
   }
   // Choices for `target`, from the bundles loaded since the last call for it. The JIT layer
   // takes them only for the very kernel and configs they were tuned from, and tunes configs
-  // with a pre_hook itself (it must run the hook).
+  // whose pre_hook only Python runs itself (it must run the hook).
   bool known_choices(KernelState& k, size_t layer, uint32_t target,
                      std::vector<ChoiceRecord>& out) override {
     load_from_environment();
@@ -580,11 +635,13 @@ bool has_entries(KernelState& k) {
 
 }  // namespace
 
-// Says on stderr, once per heuristic in the process, which heuristics a bundle keeps as
-// tables of the values seen only (a program without Python serves just those), and why.
-void note_tables_only(const KernelState& k) {
+// Says on stderr, once per heuristic or tuned choice in the process, what a bundle keeps that
+// a program without Python serves only in part, and why: heuristics kept as tables of the
+// values seen (such a program serves just the arguments recorded), and config pre-hooks
+// outside the forms the runtime applies (it refuses those configs).
+void note_python_only(KernelState& k) {
   static std::mutex mu;
-  static std::set<const Heuristic*>* said = new std::set<const Heuristic*>();  // never destroyed
+  static std::set<const void*>* said = new std::set<const void*>();  // never destroyed
   for (const auto& layer : k.layers) {
     for (const auto& h : layer->heuristics) {
       if (!h->expr.empty()) continue;
@@ -595,6 +652,23 @@ void note_tables_only(const KernelState& k) {
                    "as an expression (%s); a program without Python serves only the arguments "
                    "recorded\n",
                    full_name(k).c_str(), h->name.c_str(), h->expr_why.c_str());
+    }
+    if (!layer->tune) continue;
+    TuneLayer& t = *layer->tune;
+    std::vector<const Choice*> python_hooks;
+    {
+      std::lock_guard<std::mutex> lock(t.mu);
+      for (const auto& [key, choice] : t.recorded) {
+        if (choice->pre_hook && !choice->hook_in_cpp()) python_hooks.push_back(choice);
+      }
+    }
+    for (const Choice* c : python_hooks) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!said->insert(c).second) continue;
+      std::fprintf(stderr,
+                   "triton_embed: recording %s: the pre_hook of autotune config %s runs in Python "
+                   "only (%s); a program without Python refuses this config\n",
+                   full_name(k).c_str(), c->result.best.str.c_str(), c->hook_why.c_str());
     }
   }
 }
@@ -631,7 +705,7 @@ Contents record() {
       kernel.params = encode_params(k);
       kernel.layers = encode_layers(k);
       c.kernels.push_back(std::move(kernel));
-      note_tables_only(k);
+      note_python_only(k);
     } else {
       // Another state of the same identity came first: its records go to that kernel.
       for (size_t r = nrecords; r < c.records.size(); ++r) c.records[r].kernel = it->second;

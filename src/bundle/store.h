@@ -32,6 +32,13 @@ void add(Bundle b);
 // in another process (not those keyed on a Python object), as bundle contents.
 Contents record();
 
+// What `b` holds for its wrapped kernels, decoded and checked as a load would, for people
+// (`triton-embed-bundle list`): each layer (heuristics as the expressions the runtime
+// evaluates, or why they are kept as recorded values), and each tuned choice with its target,
+// key, config and pre_hook (the actions the runtime applies, or why it stays in Python); or,
+// for a bundle a load refuses, the refusal.
+TRITON_EMBED_API std::string describe_decisions(const Bundle& b);
+
 // Writes TRITON_EMBED_RECORD at exit when it is set (registered on the first kernel load).
 void record_at_exit_if_asked();
 

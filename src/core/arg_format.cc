@@ -16,15 +16,24 @@ struct DTypeNames {
   const char* tl;   // triton.language attribute
 };
 constexpr DTypeNames kDTypeNames[] = {
-    {DType::u1, "u1", "int1"},          {DType::i8, "i8", "int8"},
-    {DType::i16, "i16", "int16"},       {DType::i32, "i32", "int32"},
-    {DType::i64, "i64", "int64"},       {DType::u8, "u8", "uint8"},
-    {DType::u16, "u16", "uint16"},      {DType::u32, "u32", "uint32"},
-    {DType::u64, "u64", "uint64"},      {DType::fp8e4nv, "fp8e4nv", "float8e4nv"},
-    {DType::fp8e5, "fp8e5", "float8e5"}, {DType::fp8e4b15, "fp8e4b15", "float8e4b15"},
-    {DType::fp8e4b8, "fp8e4b8", "float8e4b8"}, {DType::fp8e5b16, "fp8e5b16", "float8e5b16"},
-    {DType::fp16, "fp16", "float16"},   {DType::bf16, "bf16", "bfloat16"},
-    {DType::fp32, "fp32", "float32"},   {DType::fp64, "fp64", "float64"},
+    {DType::u1, "u1", "int1"},
+    {DType::i8, "i8", "int8"},
+    {DType::i16, "i16", "int16"},
+    {DType::i32, "i32", "int32"},
+    {DType::i64, "i64", "int64"},
+    {DType::u8, "u8", "uint8"},
+    {DType::u16, "u16", "uint16"},
+    {DType::u32, "u32", "uint32"},
+    {DType::u64, "u64", "uint64"},
+    {DType::fp8e4nv, "fp8e4nv", "float8e4nv"},
+    {DType::fp8e5, "fp8e5", "float8e5"},
+    {DType::fp8e4b15, "fp8e4b15", "float8e4b15"},
+    {DType::fp8e4b8, "fp8e4b8", "float8e4b8"},
+    {DType::fp8e5b16, "fp8e5b16", "float8e5b16"},
+    {DType::fp16, "fp16", "float16"},
+    {DType::bf16, "bf16", "bfloat16"},
+    {DType::fp32, "fp32", "float32"},
+    {DType::fp64, "fp64", "float64"},
 };
 // Other spellings Triton canonicalises (triton._utils.type_canonicalisation_dict).
 struct Alias {
@@ -32,17 +41,35 @@ struct Alias {
   DType type;
 };
 constexpr Alias kAliases[] = {
-    {"bool", DType::u1},           {"int1", DType::u1},         {"uint1", DType::u1},
-    {"i1", DType::u1},             {"float8e4nv", DType::fp8e4nv}, {"float8e5", DType::fp8e5},
-    {"float8e4b15", DType::fp8e4b15}, {"float8_e4m3fn", DType::fp8e4nv},
-    {"float8e4b8", DType::fp8e4b8}, {"float8_e4m3fnuz", DType::fp8e4b8},
-    {"float8_e5m2", DType::fp8e5}, {"float8e5b16", DType::fp8e5b16},
-    {"float8_e5m2fnuz", DType::fp8e5b16}, {"half", DType::fp16}, {"float16", DType::fp16},
-    {"bfloat16", DType::bf16},     {"float", DType::fp32},      {"float32", DType::fp32},
-    {"double", DType::fp64},       {"float64", DType::fp64},    {"int8", DType::i8},
-    {"int16", DType::i16},         {"int", DType::i32},         {"int32", DType::i32},
-    {"int64", DType::i64},         {"uint8", DType::u8},        {"uint16", DType::u16},
-    {"uint32", DType::u32},        {"uint64", DType::u64},
+    {"bool", DType::u1},
+    {"int1", DType::u1},
+    {"uint1", DType::u1},
+    {"i1", DType::u1},
+    {"float8e4nv", DType::fp8e4nv},
+    {"float8e5", DType::fp8e5},
+    {"float8e4b15", DType::fp8e4b15},
+    {"float8_e4m3fn", DType::fp8e4nv},
+    {"float8e4b8", DType::fp8e4b8},
+    {"float8_e4m3fnuz", DType::fp8e4b8},
+    {"float8_e5m2", DType::fp8e5},
+    {"float8e5b16", DType::fp8e5b16},
+    {"float8_e5m2fnuz", DType::fp8e5b16},
+    {"half", DType::fp16},
+    {"float16", DType::fp16},
+    {"bfloat16", DType::bf16},
+    {"float", DType::fp32},
+    {"float32", DType::fp32},
+    {"double", DType::fp64},
+    {"float64", DType::fp64},
+    {"int8", DType::i8},
+    {"int16", DType::i16},
+    {"int", DType::i32},
+    {"int32", DType::i32},
+    {"int64", DType::i64},
+    {"uint8", DType::u8},
+    {"uint16", DType::u16},
+    {"uint32", DType::u32},
+    {"uint64", DType::u64},
 };
 }  // namespace
 
@@ -129,6 +156,12 @@ std::string describe_value(const ArgValue& v) {
 }
 
 std::string full_name(const KernelState& kernel) { return kernel.module + "." + kernel.name; }
+
+std::vector<std::string> param_names(const KernelState& kernel) {
+  std::vector<std::string> names;
+  for (const auto& p : kernel.params) names.push_back(p.name);
+  return names;
+}
 
 std::string call_signature(const KernelState& kernel) {
   std::string s = kernel.name + "(";

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "core/internal_api.h"
 #include "core/kernel_state.h"
@@ -20,6 +21,8 @@ TE_INTERNAL_API std::string call_signature(const KernelState& kernel);
 std::string arg_where(const KernelState& kernel, size_t index);
 // "pykernels.vector.add_kernel"
 TE_INTERNAL_API std::string full_name(const KernelState& kernel);
+// The parameters' names, in order (for expression programs' text).
+TE_INTERNAL_API std::vector<std::string> param_names(const KernelState& kernel);
 // The specialisation of a call in the form Triton's compile errors use (glue.describe):
 // "add_kernel(x_ptr: *fp32 D, n: i32, BLOCK: constexpr = 1024)".
 std::string specialized_signature(const KernelState& kernel, const LeafList& leaves);

@@ -861,14 +861,34 @@ Result evaluate(const Program& p, const ArgValue* args, uint32_t num_args, const
   return e.r;
 }
 
+void raise(Fault fault, const std::string& where, const std::string& what) {
+  switch (fault) {
+    case Fault::kZeroDivision:
+      TE_THROW(ValueError) << where << ": " << what << " (Python raises ZeroDivisionError)";
+    case Fault::kTypeError:
+      TE_THROW(TypeError) << where << ": " << what << " (Python raises TypeError)";
+    case Fault::kValueError:
+      TE_THROW(ValueError) << where << ": " << what << " (Python raises ValueError)";
+    case Fault::kOverflowError:
+      TE_THROW(OverflowError) << where << ": " << what << " (Python raises OverflowError)";
+    case Fault::kKeyError:
+      TE_THROW(LookupError) << where << ": " << what << " (Python raises KeyError)";
+    case Fault::kNone:
+    case Fault::kUnmodelled:
+      break;
+  }
+  TE_THROW(Error) << "triton_embed internal error: " << where << ": no error to raise for " << what;
+}
+
 HookResult apply(const Hook& h, const ArgValue* args, uint32_t num_args, const uint64_t* given) {
   HookResult out;
   for (const HookAction& a : h.actions) {
     if (a.kind == HookAction::Kind::kZero) {
-      out.zeroed.push_back(a.param);
+      out.zeroed[out.num_zeroed++] = a.param;
       continue;
     }
-    std::vector<int64_t> dims;
+    HookResult::Block& b = out.blocks[out.num_blocks++];
+    b.param = a.param;
     for (const Program& d : a.dims) {
       Result r = evaluate(d, args, num_args, given);
       if (r.fault == Fault::kNone && r.value.kind != Value::Kind::kInt) {
@@ -885,9 +905,8 @@ HookResult apply(const Hook& h, const ArgValue* args, uint32_t num_args, const u
         out.what = std::move(r.what);
         return out;
       }
-      dims.push_back(static_cast<int64_t>(r.value.i));
+      b.dims[b.rank++] = static_cast<int64_t>(r.value.i);
     }
-    out.blocks.emplace_back(a.param, std::move(dims));
   }
   return out;
 }
@@ -962,8 +981,9 @@ bool Hook::decode(std::string_view bytes, uint32_t num_params, Hook* out, std::s
     return false;
   }
   const uint32_t count = r.get<uint32_t>();
-  if (r.ok && count > 64) {
-    *why = std::to_string(count) + " hook actions (at most 64)";
+  if (r.ok && count > kMaxHookActions) {
+    *why =
+        std::to_string(count) + " hook actions (at most " + std::to_string(kMaxHookActions) + ")";
     return false;
   }
   Hook h;

@@ -156,6 +156,12 @@ struct Result {
   std::string what;  // for a fault: the operation, in Python terms
 };
 
+// Raises the error a fault Python raises maps to (ZeroDivisionError and ValueError:
+// ValueError, TypeError: TypeError, OverflowError: OverflowError, KeyError: LookupError), as
+// "`where`: `what` (Python raises ...)". Not for kNone or kUnmodelled (internal error).
+[[noreturn]] TE_INTERNAL_API void raise(Fault fault, const std::string& where,
+                                        const std::string& what);
+
 // Evaluates `p` over `args` (indexed by parameter; what a heuristic sees as args[name]).
 // `given` (bit p of word p / 64; null: every parameter) says which parameters the dict Python
 // hands the function holds: the call's arguments and what earlier layers or the config set,
@@ -178,11 +184,22 @@ struct Hook {
   TE_INTERNAL_API std::string str(const std::vector<std::string>& param_names) const;
 };
 
-// What a hook did for one call: the block shapes it set (parameter, dimensions) and the
-// tensors it zeroed, or the fault that stopped it (a block dimension that is no int included).
+// The most actions a hook has (decode refuses more).
+inline constexpr size_t kMaxHookActions = 64;
+
+// What a hook did for one call: the block shapes it set and the tensors it zeroed, in the
+// order it made them, or the fault that stopped it (a block dimension that is no int
+// included). Fixed-size: applying a hook on the launch path allocates nothing.
 struct HookResult {
-  std::vector<std::pair<uint16_t, std::vector<int64_t>>> blocks;
-  std::vector<uint16_t> zeroed;
+  struct Block {
+    uint16_t param = 0;
+    uint8_t rank = 0;
+    int64_t dims[5] = {};
+  };
+  Block blocks[kMaxHookActions];
+  uint32_t num_blocks = 0;
+  uint16_t zeroed[kMaxHookActions] = {};
+  uint32_t num_zeroed = 0;
   Fault fault = Fault::kNone;
   std::string what;
 };

@@ -5,6 +5,7 @@
 #include "core/layers.h"
 
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "core/arg_format.h"
@@ -334,7 +335,8 @@ struct Walk {
   uint64_t* slots = nullptr;  // kDryRun
   int dry = 0;
   bool memo_ok = true;  // no layer did what the memo of whole calls cannot repeat
-  // Descriptors with the block shapes config pre-hooks set, for this call's launch.
+  // Descriptors with the block shapes config pre-hooks set, for this call's launch, where no
+  // per-thread copy was free (set_hooked_block).
   std::vector<std::unique_ptr<TensorDescriptor>> hooked;
 };
 
@@ -442,6 +444,154 @@ void finish(Walk& w, Frame& f) {
   }
 }
 
+// ---- config pre-hooks ------------------------------------------------------------------
+//
+// Autotuner.run calls the chosen config's pre_hook before each launch. The runtime applies a
+// hook it has as an expression (Choice::hook): block shapes set on descriptor arguments,
+// tensor arguments zeroed. Other hooks run in Python (the JIT layer's source). Either way the
+// launch takes a copy of the caller's descriptor with the new block shape: the caller's is
+// taken by const reference and stays as it is.
+
+// The copies are kept per thread in a few slots (by kernel and parameter) and reused while the
+// caller's fields stay the same, so that a stream of launches re-checks and re-encodes
+// nothing; a slot a launch still holds (a grid callable that launches) is not shared.
+struct HookedCopy {
+  bool in_use = false;
+  std::optional<TensorDescriptor> desc;
+};
+constexpr size_t kHookedCopies = 16;
+thread_local HookedCopy t_hooked[kHookedCopies];
+
+// Releases the slots a walk took when it returns (after its launch).
+struct HookedHold {
+  HookedCopy* held[expr::kMaxHookActions];
+  uint32_t n = 0;
+  HookedHold() = default;
+  HookedHold(const HookedHold&) = delete;
+  HookedHold& operator=(const HookedHold&) = delete;
+  ~HookedHold() {
+    for (uint32_t i = 0; i < n; ++i) held[i]->in_use = false;
+  }
+};
+
+bool same_fields(const TensorDescriptor& a, const TensorDescriptor& b, const int64_t* block) {
+  const int r = b.rank();
+  if (a.rank() != r || a.base() != b.base() || a.dtype() != b.dtype() ||
+      a.padding() != b.padding() || a.round_f32_to_tf32() != b.round_f32_to_tf32() ||
+      a.arg_flags() != b.arg_flags()) {
+    return false;
+  }
+  for (int i = 0; i < r; ++i) {
+    if (a.shape()[i] != b.shape()[i] || a.strides()[i] != b.strides()[i] ||
+        a.block_shape()[i] != block[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Points f's parameter p (a descriptor) at a copy of it with block shape `block`.
+void set_hooked_block(Walk& w, HookedHold& hold, const KernelState& k, Frame& f, uint32_t p,
+                      const int64_t* block, size_t rank) {
+  const auto& d = *static_cast<const TensorDescriptor*>(f.vals[p].ptr);
+  TE_CHECK(rank == static_cast<size_t>(d.rank()), ValueError)
+      << arg_where(k, p) << ": the autotune config's pre_hook set block_shape to " << rank
+      << " dimensions; the descriptor has rank " << d.rank();
+  auto make = [&] {
+    TensorDescriptor c(d.base(), d.dtype(), d.rank(), d.shape(), d.strides(), block, d.padding(),
+                       d.round_f32_to_tf32());
+    c.set_arg_flags(d.arg_flags());
+    return c;
+  };
+  HookedCopy& slot = t_hooked[((reinterpret_cast<uintptr_t>(&k) >> 6) + p) % kHookedCopies];
+  const TensorDescriptor* copy;
+  if (slot.in_use || hold.n == expr::kMaxHookActions) {
+    w.hooked.push_back(std::make_unique<TensorDescriptor>(make()));
+    copy = w.hooked.back().get();
+  } else {
+    if (!slot.desc || !same_fields(*slot.desc, d, block)) slot.desc.emplace(make());
+    slot.in_use = true;
+    hold.held[hold.n++] = &slot;
+    copy = &*slot.desc;
+  }
+  f.vals[p].ptr = copy;
+}
+
+// Applies choice c's hook as an expression; false when Python should run it instead (the JIT
+// layer is there, and the expression cannot say what the hook does for this call: Python then
+// does it, or raises what it raises). Without the JIT layer what the expression cannot do is
+// refused: NotSupportedError, or the error Python would raise.
+bool apply_hook_expression(Walk& w, HookedHold& hold, const KernelState& k, const Choice& c,
+                           Frame& f) {
+  uint64_t given[2] = {0, 0};
+  for (uint32_t p = 0; p < f.np; ++p) {
+    if (f.given[p] != kAbsent) given[p >> 6] |= uint64_t{1} << (p & 63);
+  }
+  const expr::HookResult r = expr::apply(c.hook, f.vals, f.np, given);
+  const bool jit = jit_linked();
+  auto where = [&] {
+    return full_name(k) + ": the pre_hook of autotune config " + c.result.best.str + " (" +
+           c.hook.str(param_names(k)) + ")";
+  };
+  if (r.fault != expr::Fault::kNone) {
+    if (jit) return false;
+    if (r.fault == expr::Fault::kUnmodelled) {
+      TE_THROW(NotSupportedError) << where() << ": " << r.what << ", which only Python gives; "
+                                  << "this program links triton_embed::runtime only: link "
+                                  << "triton_embed::triton_embed";
+    }
+    expr::raise(r.fault, where(), r.what);
+  }
+  for (uint32_t i = 0; i < r.num_blocks; ++i) {
+    const uint16_t p = r.blocks[i].param;
+    if (f.given[p] != kAbsent && f.vals[p].kind == ArgKind::kTensorDesc) continue;
+    if (jit) return false;
+    TE_THROW(NotSupportedError) << where() << ": sets the block_shape of " << arg_where(k, p)
+                                << ", which this call passes as "
+                                << (f.given[p] == kAbsent ? std::string("nothing")
+                                                          : describe_value(f.vals[p]))
+                                << ", not a TensorDescriptor";
+  }
+  if (f.mode == FrameMode::kLaunch) {
+    for (uint32_t i = 0; i < r.num_zeroed; ++i) {
+      const uint16_t p = r.zeroed[i];
+      const int16_t ci = f.call_index[p];
+      const CallArgs* call = f.call;
+      if (f.given[p] != kAbsent && ci >= 0 && call->zero_arg != nullptr &&
+          call->zero_arg(call->ctx, static_cast<uint32_t>(ci))) {
+        continue;
+      }
+      if (jit) return false;  // zeroing twice is what the hook does once
+      TE_THROW(NotSupportedError)
+          << where() << ": zeroes " << arg_where(k, p) << ", which this call passes as "
+          << (f.given[p] == kAbsent ? std::string("nothing") : describe_value(f.vals[p]))
+          << ": the runtime zeroes tensors it knows the size of; pass an at::Tensor "
+          << "(triton_embed::torch)";
+    }
+  }
+  for (uint32_t i = 0; i < r.num_blocks; ++i) {
+    const expr::HookResult::Block& b = r.blocks[i];
+    set_hooked_block(w, hold, k, f, b.param, b.dims, b.rank);
+  }
+  return true;
+}
+
+// Autotuner.run's call of choice c's pre_hook before the launch (or its dry run; for a hook
+// the runtime applies, before a compile too: the block shapes decide the kernel).
+void apply_pre_hook(Walk& w, HookedHold& hold, KernelState& k, const TuneLayer& t, const Choice& c,
+                    Frame& f) {
+  const bool launches = f.mode == FrameMode::kLaunch || f.mode == FrameMode::kCompile ||
+                        f.mode == FrameMode::kPrepare || f.mode == FrameMode::kDryRun;
+  if (!launches) return;
+  if (!c.hook.actions.empty()) w.memo_ok = false;  // the memo would skip what it does
+  if (c.hook_in_cpp() && apply_hook_expression(w, hold, k, c, f)) return;
+  w.memo_ok = false;  // Python runs on every launch
+  if (f.mode != FrameMode::kLaunch && f.mode != FrameMode::kDryRun) return;
+  for (HookedBlock& h : run_config_pre_hook(k, t, c, f)) {
+    set_hooked_block(w, hold, k, f, h.param, h.block.data(), h.block.size());
+  }
+}
+
 void walk(Walk& w, size_t li, Frame& f) {
   KernelState& k = w.outer;
   if (li == k.layers.size()) {
@@ -492,28 +642,13 @@ void walk(Walk& w, size_t li, Frame& f) {
       break;
   }
   const Choice* c = find_choice(k, t, f, true);
-  if (c->pre_hook) w.memo_ok = false;  // Python runs on every launch
   for (int p : t.key_params) {
     // A tensor in the tuning key: Python compares the objects, so no key of ours holds it.
     if (p >= 0 && f.given[p] != kAbsent && f.vals[p].kind == ArgKind::kPointer) w.memo_ok = false;
   }
   apply_choice(k, *c, f);
-  if (c->pre_hook && f.mode == FrameMode::kLaunch) {
-    // A block shape the hook set applies to this launch, through a copy of the caller's
-    // descriptor (which stays as it is: it is taken by const reference).
-    for (HookedBlock& h : run_config_pre_hook(k, t, *c, f)) {
-      const auto& d = *static_cast<const TensorDescriptor*>(f.vals[h.param].ptr);
-      TE_CHECK(h.block.size() == static_cast<size_t>(d.rank()), ValueError)
-          << arg_where(k, h.param) << ": the autotune config's pre_hook set block_shape to "
-          << h.block.size() << " dimensions; the descriptor has rank " << d.rank();
-      auto copy =
-          std::make_unique<TensorDescriptor>(d.base(), d.dtype(), d.rank(), d.shape(), d.strides(),
-                                             h.block.data(), d.padding(), d.round_f32_to_tf32());
-      copy->set_arg_flags(d.arg_flags());
-      f.vals[h.param].ptr = copy.get();
-      w.hooked.push_back(std::move(copy));
-    }
-  }
+  HookedHold hold;  // until the launch below returns
+  if (c->pre_hook) apply_pre_hook(w, hold, k, t, *c, f);
   walk(w, li + 1, f);
 }
 

@@ -88,7 +88,14 @@ constexpr size_t kMaxDecisions = 1 << 14;
 struct Choice {
   std::vector<std::pair<uint32_t, ArgValue>> kwargs;  // meta-parameters it sets
   const InternedOptions* options = nullptr;           // the handle's options plus the config's
+  // The config has a pre_hook (Autotuner.run calls it before each launch). `hook` is it as
+  // the runtime applies it (core/expr.h), translated by the JIT layer and kept in bundles;
+  // when the hook is outside the forms the runtime applies, `hook_why` names what stopped the
+  // translation and the hook runs in Python (a program without the JIT refuses it).
   bool pre_hook = false;
+  expr::Hook hook;
+  std::string hook_why;
+  bool hook_in_cpp() const noexcept { return pre_hook && hook_why.empty(); }
   TuningResult result;
 };
 

@@ -290,9 +290,11 @@ std::vector<HookedBlock> run_config_pre_hook(KernelState& k, const TuneLayer& t,
                                              const Frame& f) {
   std::vector<HookedBlock> out;
   if (ask([&](KernelSource& s) { return s.run_config_pre_hook(k, t, c, f, out); })) return out;
-  TE_THROW(NotSupportedError) << full_name(k) << ": the chosen configuration has a pre_hook, "
-                              << "which runs in Python; this program links "
-                              << "triton_embed::runtime only: link triton_embed::triton_embed";
+  TE_THROW(NotSupportedError) << full_name(k) << ": the chosen autotune config "
+                              << c.result.best.str << " has a pre_hook that runs in Python only ("
+                              << c.hook_why << "); this program links triton_embed::runtime "
+                              << "only: link triton_embed::triton_embed, or write the hook in "
+                              << "the forms the runtime applies (docs/bundle_format.md)";
 }
 
 void interpret(KernelState* kernel, const GridSpec& grid, const ArgValue* args, size_t nargs) {

@@ -147,6 +147,8 @@ expr::Hook hook_program(pyb::handle fn, const std::vector<std::string>& params, 
       for (pyb::handle d : t[2]) act.dims.push_back(program_of(d));
       TE_CHECK(act.dims.size() <= 5, ValueError) << "a block shape of rank " << act.dims.size();
       h.actions.push_back(std::move(act));
+      TE_CHECK(h.actions.size() <= expr::kMaxHookActions, ValueError)
+          << "more than " << expr::kMaxHookActions << " actions";
     }
   } catch (const ValueError& e) {
     *why = e.what();

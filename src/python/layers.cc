@@ -65,7 +65,7 @@ pyb::object arg_object(const KernelState& k, const Frame& f, uint32_t p) {
   const ArgValue& v = f.vals[p];
   const int ci = f.call_index[p];
   if (ci >= 0 && f.call != nullptr && f.call->py_arg != nullptr) {
-    if (void* o = f.call->py_arg(f.call->py_ctx, static_cast<uint32_t>(ci))) {
+    if (void* o = f.call->py_arg(f.call->ctx, static_cast<uint32_t>(ci))) {
       return pyb::reinterpret_steal<pyb::object>(static_cast<PyObject*>(o));
     }
     if (PyErr_Occurred()) throw pyb::error_already_set();
@@ -151,6 +151,11 @@ std::unique_ptr<Choice> make_choice(KernelState& k, pyb::handle config,
   py::keep(k, config.ptr(), true);
   py::set_config(*c, config.ptr());
   c->pre_hook = info[7].cast<bool>();
+  if (c->pre_hook) {
+    // As the runtime applies it (on the launch path, and in bundles); Python runs it when it
+    // is outside those forms.
+    c->hook = py::hook_program(config.attr("pre_hook"), param_names(k), &c->hook_why);
+  }
   c->result.best = tuned_config(info);
   return c;
 }
@@ -226,8 +231,7 @@ void report_progress(const std::string& kernel, const std::string& key, size_t d
 
 void load_layers(KernelState& k, void* wrappers_list, py::KernelObjects& objects) {
   pyb::list wrappers = pyb::reinterpret_borrow<pyb::list>(static_cast<PyObject*>(wrappers_list));
-  std::vector<std::string> param_names;
-  for (const auto& p : k.params) param_names.push_back(p.name);
+  const std::vector<std::string> names = param_names(k);
   for (pyb::handle item : wrappers) {
     pyb::tuple w = pyb::reinterpret_borrow<pyb::tuple>(item);
     auto layer = std::make_unique<Layer>();
@@ -254,7 +258,7 @@ void load_layers(KernelState& k, void* wrappers_list, py::KernelObjects& objects
         }
         // Its expression, for bundles: a program without Python evaluates it for arguments no
         // record holds (Python keeps computing it here).
-        h->expr = py::heuristic_program(e[1], param_names, &h->expr_why);
+        h->expr = py::heuristic_program(e[1], names, &h->expr_why);
         functions.push_back(pyb::handle(e[1]).inc_ref().ptr());
         layer->heuristics.push_back(std::move(h));
       }

@@ -41,7 +41,8 @@ std::string where(const JitFunction& fn, const CallArgs& call, uint32_t arg) {
                   "bfloat16, float32 or float64 tensor");
 }
 
-[[noreturn]] void throw_bad_device(const JitFunction& fn, const CallArgs& call, const TensorRef& r) {
+[[noreturn]] void throw_bad_device(const JitFunction& fn, const CallArgs& call,
+                                   const TensorRef& r) {
   throw ValueError(where(fn, call, r.arg) + ": a tensor on " + r.tensor->device().str() +
                    " cannot be launched on; pass CUDA tensors (GPU launch) or CPU tensors "
                    "(Triton's interpreter)");
@@ -50,9 +51,9 @@ std::string where(const JitFunction& fn, const CallArgs& call, uint32_t arg) {
 [[noreturn]] void throw_mixed(const JitFunction& fn, const CallArgs& call, const TensorRef& a,
                               const TensorRef& b) {
   const uint32_t ia = param_of(fn, call, a.arg);
-  throw ValueError(where(fn, call, b.arg) + ": is on " + b.tensor->device().str() + ", but argument #" +
-                   std::to_string(ia) + " '" + fn.params()[ia].name + "' is on " +
-                   a.tensor->device().str() +
+  throw ValueError(where(fn, call, b.arg) + ": is on " + b.tensor->device().str() +
+                   ", but argument #" + std::to_string(ia) + " '" + fn.params()[ia].name +
+                   "' is on " + a.tensor->device().str() +
                    "; all tensors of a launch must be on one device");
 }
 
@@ -72,6 +73,21 @@ void* tensor_arg(const void* ctx, uint32_t index) {
       << "(libtriton_embed_torch.so); link triton_embed::torch or triton_embed::ops rather than "
       << "triton_embed::torch_runtime or triton_embed::ops_runtime (in Python: import "
       << "triton_embed before loading libtriton_embed_ops.so)";
+}
+
+// CallArgs::zero_arg of every torch launch: nargs[name].zero_() of a config pre-hook the
+// runtime applies, on torch's current stream (the launch's), as the hook in Python does.
+bool zero_tensor_arg(const void* ctx, uint32_t index) {
+  const auto* t = static_cast<const TensorArgs*>(ctx);
+  const at::Tensor* found = nullptr;
+  for (size_t i = 0; i < t->n; ++i) {
+    if (t->tensors[i].arg != index) continue;
+    if (found != nullptr) return false;  // tensors in a tuple: the argument is no tensor
+    found = t->tensors[i].tensor;
+  }
+  if (found == nullptr) return false;
+  found->zero_();
+  return true;
 }
 
 [[noreturn]] void throw_cannot_interpret(std::string_view where) {
@@ -111,7 +127,8 @@ void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, s
   call.names = names;
   const TensorArgs targs{tensors, ntensors, &fn};
   call.py_arg = &tensor_arg;
-  call.py_ctx = &targs;
+  call.zero_arg = &zero_tensor_arg;
+  call.ctx = &targs;
   const TensorRef* cuda = nullptr;
   const TensorRef* cpu = nullptr;
   for (size_t i = 0; i < ntensors; ++i) {
@@ -155,10 +172,10 @@ void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, s
   if (C10_LIKELY(launch_if_on_device(index, k, options, grid, stream, call))) return;
   const c10::cuda::CUDAGuard guard(index);
   if (!launch_if_on_device(index, k, options, grid, stream, call)) {
-    throw Error("launching " + fn.module() + "." + fn.name() + ": device " +
-                    std::to_string(index) + " was made current for the launch, but the current "
-                    "CUDA context is on another device; do not replace the context torch uses "
-                    "for a device while launching on it");
+    throw Error("launching " + fn.module() + "." + fn.name() + ": device " + std::to_string(index) +
+                " was made current for the launch, but the current "
+                "CUDA context is on another device; do not replace the context torch uses "
+                "for a device while launching on it");
   }
 }
 

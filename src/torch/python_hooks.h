@@ -19,7 +19,7 @@
 
 namespace triton_embed::detail {
 
-// CallArgs::py_ctx of a torch launch: the call's tensors (TensorRef::arg is the index of the
+// CallArgs::ctx of a torch launch: the call's tensors (TensorRef::arg is the index of the
 // top-level argument).
 struct TensorArgs {
   const TensorRef* tensors;

@@ -1,6 +1,7 @@
 # triton-embed-bundle end to end: SAMPLES (test_bundle --write-samples) writes a.teb, b.teb,
 # corrupt.teb and conflict.teb into WORK_DIR; TOOL lists and merges them. Each step checks
-# the exit status and the whole output (stdout and stderr; paths relative to WORK_DIR).
+# the exit status and the whole output (stdout and stderr; paths relative to WORK_DIR). The
+# samples' parameter tables are placeholders: a load refuses them, which the listing says.
 
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
@@ -32,6 +33,7 @@ kernel #0 pykernels.vector.add_kernel: source hash a1b2c3
 kernel #1 pykernels.matmul.matmul_kernel: source hash d4e5f6, autotune
   entry #1 cuda:100 'num_warps=8;num_stages=4;num_ctas=2': hash 77aa0e, key 1 word, signature 'tensordesc<fp16[64, 64]>,i32,i32', cubin 3000 bytes, no ptx
   1 record
+a program refuses to load it: bundle a.teb: kernel pykernels.vector.add_kernel: its parameter table is damaged (more parameters than a kernel can have at byte 9 of 9); rebuild the bundle
 " list a.teb)
 
 run(0 "wrote m.teb: 3 kernels, 4 entries, 2 records from 2 bundles\n" merge -o m.teb a.teb b.teb)
@@ -49,6 +51,7 @@ kernel #1 pykernels.matmul.matmul_kernel: source hash d4e5f6, autotune
 kernel #2 pykernels.softmax.softmax_kernel: source hash 0f0f, heuristics
   entry #2 cuda:90 'num_warps=4;num_stages=3': hash 50f7, key 3 words, signature '*fp32,*fp32,*fp32,i32', cubin 1000 bytes, ptx 31 bytes
   1 record
+a program refuses to load it: bundle m.teb: kernel pykernels.vector.add_kernel: its parameter table is damaged (more parameters than a kernel can have at byte 9 of 9); rebuild the bundle
 " list m.teb)
 
 # A flipped bit in the last cubin: refused, status 1, the message on stderr.

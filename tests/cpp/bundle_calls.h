@@ -8,6 +8,7 @@
 
 #include <triton_embed/jit.h>
 #include <triton_embed/named.h>
+#include <triton_embed/tensor_descriptor.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -71,6 +72,28 @@ inline const te::CompiledKernel& compile_wrapped(const te::JitFunction& k,
   if (which == "tuned_mode_neg" || which == "heur_mode_neg")
     return k.compile(kX, kOut, 1000, "neg");
   std::abort();
+}
+
+// The recorded calls of te_tma_kernels' autotuned kernels whose configs have pre-hooks (fake
+// timings: tuning needs no GPU): one whose hook the runtime applies (the chosen config's block
+// shapes decide the kernel compiled), one whose hook only Python runs (descriptors given the
+// chosen config's block shapes). Descriptors over fake addresses, M = 512, N = 256.
+struct HookedCall {
+  const char* which;
+  const char* kernel;
+  int64_t block;  // the block the caller's descriptors have
+};
+inline const HookedCall kHooked[] = {
+    {"hooked_subtile", "fake_tuned_subtile_scale", 1},
+    {"hooked_python", "fake_tuned_python_hook_scale", 64},
+};
+inline te::TensorDescriptor hooked_desc(uint64_t base, int64_t block) {
+  return te::TensorDescriptor(base, te::DType::fp32, {512, 256}, {256, 1}, {block, block});
+}
+inline const te::CompiledKernel& compile_hooked(const te::JitFunction& k, const HookedCall& c) {
+  const te::TensorDescriptor src = hooked_desc(0x10000, c.block),
+                             dst = hooked_desc(0x30000, c.block);
+  return k.compile(src, dst, 512, 256, 2.0);
 }
 
 // The call of pykernels.vector.axpy_kernel tests/aot/calls.txt lists: a float, a constexpr by

@@ -1,6 +1,7 @@
 // Kernel bundles on the GPU, as two processes. Built twice from this file:
-//   test_bundle_gpu_record (TE_BUNDLE_RECORD, the JIT layer): launches an autotuned matmul
-//     and an autotuned matmul with a heuristic (tuned on this GPU), compiles the vector add
+//   test_bundle_gpu_record (TE_BUNDLE_RECORD, the JIT layer): launches an autotuned matmul,
+//     an autotuned matmul with a heuristic and an autotuned TMA kernel whose config pre-hooks
+//     set its descriptors' block shapes (tuned on this GPU), compiles the vector add
 //     for cuda:80 only, and saves the outputs, the tuning choices and the bundle;
 //   test_bundle_gpu_replay (triton_embed::runtime only: no Python at all): loads the bundle
 //     (TRITON_EMBED_BUNDLE), launches the same calls and requires outputs bitwise equal to
@@ -12,6 +13,7 @@
 #include <triton_embed/bundle.h>
 #include <triton_embed/jit.h>
 #include <triton_embed/named.h>
+#include <triton_embed/tensor_descriptor.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -56,7 +58,8 @@ uint16_t half_of(int v) {
 template <class T>
 void save(const std::string& name, const std::vector<T>& v) {
   std::ofstream(dir() + "/" + name, std::ios::binary)
-      .write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
+      .write(reinterpret_cast<const char*>(v.data()),
+             static_cast<std::streamsize>(v.size() * sizeof(T)));
 }
 template <class T>
 std::vector<T> load(const std::string& name) {
@@ -102,9 +105,35 @@ void run_matmul(const MatmulCase& mc, std::vector<float>& out, std::string& best
             "ACTIVATION"_a = mc.activation);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   out = c.download();
-  const te::TuningResult* r = mm.tuning_result(pa, pb, c.ptr, M, N, K, K, 1, N, 1, N, 1,
-                                               "ACTIVATION"_a = mc.activation);
+  const te::TuningResult* r =
+      mm.tuning_result(pa, pb, c.ptr, M, N, K, K, 1, N, 1, N, 1, "ACTIVATION"_a = mc.activation);
   ASSERT_NE(r, nullptr);
+  best = r->best.str;
+}
+
+// te_tma_kernels.tuned_subtile_scale: dst = src * 2 through host descriptors whose block
+// shapes each config's pre-hook sets (the runtime applies the hook, from the bundle in the
+// replay); returns dst's bytes and the tuned config's str().
+void run_subtile(std::vector<float>& out, std::string& best) {
+  const int64_t M = 512, N = 384;
+  std::vector<float> h(static_cast<size_t>(M * N));
+  for (size_t i = 0; i < h.size(); ++i)
+    h[i] = static_cast<float>(static_cast<int>(i * 13 % 101) - 50);
+  DeviceBuffer<float> src(h.size()), dst(h.size());
+  src.upload(h);
+  const te::TensorDescriptor ds(src.ptr, te::DType::fp32, {M, N}, {N, 1}, {1, 1});
+  const te::TensorDescriptor dd(dst.ptr, te::DType::fp32, {M, N}, {N, 1}, {1, 1});
+  const te::JitFunction k("te_tma_kernels", "tuned_subtile_scale");
+  const auto grid = [&](const te::Meta& m) {
+    return te::Grid(te::cdiv(M, m["BLOCK_M"]), te::cdiv(N, m["BLOCK_N"]));
+  };
+  k.launch(grid, nullptr, ds, dd, M, N, 2.0);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  out = dst.download();
+  for (size_t i = 0; i < h.size(); ++i) ASSERT_EQ(out[i], 2.0f * h[i]) << i;
+  const te::TuningResult* r = k.tuning_result(ds, dd, M, N, 2.0);
+  ASSERT_NE(r, nullptr);
+  EXPECT_TRUE(r->best.has_pre_hook);
   best = r->best.str;
 }
 
@@ -129,6 +158,13 @@ TEST_F(BundleGpu, Record) {
     save(case_name(mc) + ".bin", out);
     best << case_name(mc) << " " << b << "\n";
   }
+  {
+    std::vector<float> out;
+    std::string b;
+    ASSERT_NO_FATAL_FAILURE(run_subtile(out, b));
+    save("subtile.bin", out);
+    best << "subtile " << b << "\n";
+  }
   best.close();
   // The vector add for cuda:80 only (compile-only: its PTX serves this GPU in the replay).
   te::set_target(te::Target::parse("cuda:80"));
@@ -149,7 +185,7 @@ TEST_F(BundleGpu, ReplayIsBitwiseEqualToTheJit) {
     std::string name, text;
     while (f >> name && std::getline(f >> std::ws, text)) best[name] = text;
   }
-  ASSERT_EQ(best.size(), 3u) << "run bundle_gpu_record first";
+  ASSERT_EQ(best.size(), 4u) << "run bundle_gpu_record first";
   for (const MatmulCase& mc : kMatmuls) {
     std::vector<float> out;
     std::string b;
@@ -160,13 +196,24 @@ TEST_F(BundleGpu, ReplayIsBitwiseEqualToTheJit) {
         << case_name(mc) << ": not bitwise equal to the JIT's output";
     EXPECT_EQ(b, best.at(case_name(mc))) << case_name(mc);
   }
+  // A config pre-hook applied from the bundle, with no Python.
+  {
+    std::vector<float> out;
+    std::string b;
+    ASSERT_NO_FATAL_FAILURE(run_subtile(out, b));
+    const std::vector<float> expected = load<float>("subtile.bin");
+    ASSERT_EQ(out.size(), expected.size());
+    EXPECT_EQ(std::memcmp(out.data(), expected.data(), out.size() * sizeof(float)), 0)
+        << "tuned_subtile_scale: not bitwise equal to the JIT's output";
+    EXPECT_EQ(b, best.at("subtile"));
+  }
   // A shape the recording never tuned: NotInBundleError, not a guess.
   const te::JitFunction mm("pykernels.matmul", "matmul_kernel");
   DeviceBuffer<uint16_t> a(128 * 128), bb(128 * 128);
   DeviceBuffer<float> c(128 * 128);
   const te::Pointer pa(a.ptr, te::DType::fp16), pb(bb.ptr, te::DType::fp16);
-  EXPECT_THROW(mm.launch(te::Grid(1), nullptr, pa, pb, c.ptr, 128, 128, 128, 128, 1, 128, 1, 128,
-                         1, "ACTIVATION"_a = ""),
+  EXPECT_THROW(mm.launch(te::Grid(1), nullptr, pa, pb, c.ptr, 128, 128, 128, 128, 1, 128, 1, 128, 1,
+                         "ACTIVATION"_a = ""),
                te::NotInBundleError);
 }
 

@@ -16,6 +16,7 @@
 
 #include "bundle/format.h"
 #include "bundle/kernel_table.h"
+#include "bundle/store.h"
 #include "bundle_calls.h"
 #include "core/kernel_state.h"
 #include "core/target.h"
@@ -58,6 +59,10 @@ TEST_F(BundleJit, RecordWritesWhatWasCompiled) {
     const te::TuningResult* r = tuned.tuning_result(te_bundle::kX, te_bundle::kOut, n);
     ASSERT_NE(r, nullptr);
     wrapped << "best:fake_tuned_heur_kernel:" << n << " " << r->best.str << "\n";
+  }
+  for (const te_bundle::HookedCall& h : te_bundle::kHooked) {
+    const te::JitFunction k("te_tma_kernels", h.kernel);
+    wrapped << h.which << " " << te_bundle::compile_hooked(k, h).hash() << "\n";
   }
   wrapped.close();
 
@@ -154,6 +159,24 @@ TEST_F(BundleJit, RecordWritesWhatWasCompiled) {
   EXPECT_EQ(entries_of(counted), 2u);
   EXPECT_EQ(count(neg, 2), 1u);
   EXPECT_EQ(entries_of(neg), 1u);
+  // The tuned configs' pre-hooks: as the runtime applies them, or why Python runs them.
+  const std::string listed = tb::describe_decisions(b);
+  EXPECT_NE(listed.find("kernel #"), std::string::npos) << listed;
+  EXPECT_NE(listed.find(" te_tma_kernels.fake_tuned_subtile_scale: layers, outermost first\n"
+                        "  layer 0 autotune, key [M, N]\n"
+                        "    cuda:90 key (512, 256): BLOCK_M: 64, BLOCK_N: 64, SUBTILE: True, "),
+            std::string::npos)
+      << listed;
+  EXPECT_NE(
+      listed.find("; pre_hook: nargs[\"src\"].block_shape = [args[\"BLOCK_M\"], "
+                  "args[\"BLOCK_N\"]]; nargs[\"dst\"].block_shape = [args[\"BLOCK_M\"], "
+                  "((args[\"BLOCK_N\"] // 2) if args[\"SUBTILE\"] else args[\"BLOCK_N\"])]\n"),
+      std::string::npos)
+      << listed;
+  EXPECT_NE(listed.find("; pre_hook in Python only (the statement Expr: "
+                        "PYTHON_HOOK_CALLS.append((nargs[\"BLOCK_M\"], nargs[\"BLOCK_N\"]))"),
+            std::string::npos)
+      << listed;
 
   // For the PTX test (test_runtime_only): one call compiled for cuda:80, alone in ptx80.teb.
   te::set_target(te::Target::parse("cuda:80"));

@@ -234,15 +234,16 @@ TEST_F(Expr, PreHooksEqualPythonOnRandomConfigs) {
       }
       ASSERT_EQ(r.fault, ex::Fault::kNone) << where << ": " << r.what;
       py::dict blocks = want[1];
-      for (const auto& [param, dims] : r.blocks) {
+      for (uint32_t i = 0; i < r.num_blocks; ++i) {
+        const ex::HookResult::Block& b = r.blocks[i];
         py::list py_dims;
-        for (int64_t d : dims) py_dims.append(d);
-        EXPECT_EQ(te_test::repr(py_dims), te_test::repr(blocks[py::str(params[param])]))
-            << where << ": " << params[param];
+        for (uint8_t d = 0; d < b.rank; ++d) py_dims.append(b.dims[d]);
+        EXPECT_EQ(te_test::repr(py_dims), te_test::repr(blocks[py::str(params[b.param])]))
+            << where << ": " << params[b.param];
       }
       py::list zeroed;
       std::vector<std::string> ours;
-      for (uint16_t z : r.zeroed) ours.push_back(params[z]);
+      for (uint32_t i = 0; i < r.num_zeroed; ++i) ours.push_back(params[r.zeroed[i]]);
       std::sort(ours.begin(), ours.end());
       for (const std::string& z : ours) zeroed.append(z);
       EXPECT_EQ(te_test::repr(zeroed), te_test::repr(want[2])) << where;

@@ -6,6 +6,7 @@
 #include <triton_embed/jit.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -183,7 +184,7 @@ TEST_F(RuntimeOnlyBundle, WrappedKernelsLaunchFromTheRecordedDecisions) {
   // the kernels the JIT compiled, with no Python to run a heuristic or tune.
   const std::map<std::string, std::string> expected =
       te_bundle::read_hashes(te_bundle::wrapped_hashes_path());
-  ASSERT_EQ(expected.size(), 12u) << te_bundle::wrapped_hashes_path();
+  ASSERT_EQ(expected.size(), 14u) << te_bundle::wrapped_hashes_path();
   for (const te_bundle::WrappedCall& w : te_bundle::kWrapped) {
     const te::JitFunction k("te_tune_kernels", w.kernel);
     EXPECT_EQ(te_bundle::compile_wrapped(k, w.which).hash(), expected.at(w.which)) << w.which;
@@ -244,6 +245,49 @@ TEST_F(RuntimeOnlyBundle, HeuristicsNoRecordHoldsComeFromTheirExpressions) {
       message_of<te::NotInBundleError>([&] { k.compile(te_bundle::kX, te_bundle::kOut, 3000); });
   EXPECT_NE(m.find("te_tune_kernels.expr_heur_kernel"), std::string::npos) << m;
   EXPECT_EQ(m.find("the value of heuristic"), std::string::npos) << m;
+}
+
+// Config pre-hooks from the bundle: one the runtime applies sets the descriptors' block
+// shapes as the recording JIT did (the same kernel compiles from the recorded choice, with no
+// Python); one only Python runs refuses the launch, naming the construct that stopped it.
+TEST_F(RuntimeOnlyBundle, ConfigPreHooksApplyWithoutPython) {
+  const std::map<std::string, std::string> expected =
+      te_bundle::read_hashes(te_bundle::wrapped_hashes_path());
+  for (const te_bundle::HookedCall& h : te_bundle::kHooked) {
+    const te::JitFunction k("te_tma_kernels", h.kernel);
+    EXPECT_EQ(te_bundle::compile_hooked(k, h).hash(), expected.at(h.which)) << h.which;
+  }
+  // The launch path up to the driver call (maps from a stand-in encoder): the kernel is the
+  // one for the hook's blocks.
+  te::detail::testing::set_tensor_map_encoder([](const te::detail::testing::TensorMapEncodeCall&,
+                                                 unsigned char* out) { std::memset(out, 0, 128); });
+  const te::JitFunction subtile("te_tma_kernels", "fake_tuned_subtile_scale");
+  const te::TensorDescriptor src = te_bundle::hooked_desc(0x10000, 1);
+  const te::TensorDescriptor dst = te_bundle::hooked_desc(0x30000, 1);
+  uint64_t slots[32] = {};
+  EXPECT_EQ(te::detail::testing::dry_run(subtile, slots, src, dst, 512, 256, 2.0), 13);
+  const te::CompiledKernel* ran = te::detail::testing::last_dry_run_kernel();
+  ASSERT_NE(ran, nullptr);
+  EXPECT_EQ(ran->hash(), expected.at("hooked_subtile"));
+  EXPECT_NE(
+      ran->signature().find("(src: tensordesc<fp32[64, 64]>, dst: tensordesc<fp32[64, 32]>, "),
+      std::string::npos)
+      << ran->signature();
+  EXPECT_EQ(src.block_shape()[0], 1);  // the caller's descriptors are as they were
+  const te::JitFunction python_hook("te_tma_kernels", "fake_tuned_python_hook_scale");
+  const te::TensorDescriptor src64 = te_bundle::hooked_desc(0x10000, 64);
+  const te::TensorDescriptor dst64 = te_bundle::hooked_desc(0x30000, 64);
+  const std::string m = message_of<te::NotSupportedError>(
+      [&] { te::detail::testing::dry_run(python_hook, slots, src64, dst64, 512, 256, 2.0); });
+  te::detail::testing::set_tensor_map_encoder(nullptr);
+  EXPECT_NE(m.find("te_tma_kernels.fake_tuned_python_hook_scale: the chosen autotune config "
+                   "BLOCK_M: 64, BLOCK_N: 64, SUBTILE: True, "),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find(" has a pre_hook that runs in Python only (the statement Expr: "
+                   "PYTHON_HOOK_CALLS.append("),
+            std::string::npos)
+      << m;
 }
 
 // Bad calls of wrapped kernels raise what the JIT raises (test_autotune's

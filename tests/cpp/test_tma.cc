@@ -464,6 +464,69 @@ TEST_F(Tma, EveryCheckRaisesItsError) {
             "a tuple; pass it as an argument of its own");
 }
 
+// A config pre-hook in the forms the runtime applies (the persistent-matmul tutorial's, with
+// the output block conditional on a meta-parameter) runs in C++, for compiles as for launches:
+// the kernel compiled for the chosen config is the one Python's warmup compiles after Python's
+// hook set the descriptors' block shapes, the caller's descriptors stay as they are, and no
+// Python runs for the hook.
+TEST_F(Tma, TranslatedPreHooksSetTheBlockShapesAsPythonsHookDoes) {
+  te::JitFunction tuned("te_tma_kernels", "fake_tuned_subtile_scale");
+  const int64_t M = 512, N = 256;
+  te::TensorDescriptor ds(uint64_t{0x10000}, te::DType::fp32, {M, N}, {N, 1}, {1, 1});
+  te::TensorDescriptor dd(uint64_t{0x20000}, te::DType::fp32, {M, N}, {N, 1}, {1, 1});
+  const te::CompiledKernel& k = tuned.compile(ds, dd, M, N, 2.0);  // tunes (fake timings)
+  const te::TuningResult* r = tuned.tuning_result(ds, dd, M, N, 2.0);
+  ASSERT_NE(r, nullptr);
+  EXPECT_TRUE(r->best.has_pre_hook);
+  EXPECT_NE(r->best.str.find("SUBTILE: True"), std::string::npos) << r->best.str;
+  EXPECT_EQ(ds.block_shape()[0], 1);
+  EXPECT_EQ(dd.block_shape()[1], 1);
+  EXPECT_NE(k.signature().find("tensordesc<fp32[64, 32]>"), std::string::npos) << k.signature();
+  std::string want;
+  {
+    te_test::Gil gil;
+    te_test::exec(
+        "import te_tma_kernels\n"
+        "_k = te_tma_kernels.fake_tuned_subtile_scale\n"
+        "_cfg = _k.best_config\n"
+        "_s = desc(0x10000, 'float32', [512, 256], [256, 1], [1, 1])\n"
+        "_d = desc(0x20000, 'float32', [512, 256], [256, 1], [1, 1])\n"
+        "_cfg.pre_hook({'src': _s, 'dst': _d, 'M': 512, 'N': 256, 'alpha': 2.0,\n"
+        "               **_cfg.all_kwargs()})\n"
+        "_args = [_s, _d, 512, 256, 2.0]\n"
+        "_kw = {k: v for k, v in _cfg.all_kwargs().items() if v is not None}\n");
+    EXPECT_EQ(te_test::eval("repr(list(_s.block_shape)) + repr(list(_d.block_shape))")
+                  .cast<std::string>(),
+              "[64, 64][64, 32]");
+    want = py::module_::import("te_helpers")
+               .attr("warmup_hashes")("te_tma_kernels", "fake_tuned_subtile_scale.fn",
+                                      te_test::eval("_args"), te_test::eval("_kw"))
+               .cast<std::string>();
+  }
+  EXPECT_EQ(k.hash(), want);
+  // Again, from the tuned choice: the hook applies in C++, Python is not asked.
+  const long python_calls = tt::layer_python_calls();
+  EXPECT_EQ(tuned.compile(ds, dd, M, N, 2.0).hash(), want);
+  EXPECT_EQ(tuned.compile(ds, dd, M, N, 3.0).hash(), want);
+  EXPECT_EQ(tt::layer_python_calls(), python_calls);
+}
+
+// A hook outside those forms runs in Python at launch only, as before; the runtime says so
+// when it records the kernel (test_runtime_only: a program without Python refuses it).
+TEST_F(Tma, PreHooksOutsideTheFormsStayInPython) {
+  te::JitFunction tuned("te_tma_kernels", "fake_tuned_python_hook_scale");
+  const int64_t M = 512, N = 256;
+  te::TensorDescriptor ds(uint64_t{0x10000}, te::DType::fp32, {M, N}, {N, 1}, {64, 64});
+  te::TensorDescriptor dd(uint64_t{0x20000}, te::DType::fp32, {M, N}, {N, 1}, {64, 64});
+  const long python_calls = tt::layer_python_calls();
+  const te::CompiledKernel& k = tuned.compile(ds, dd, M, N, 2.0);  // tunes; no launch: no hook
+  EXPECT_NE(k.signature().find("tensordesc<fp32[64, 64]>"), std::string::npos) << k.signature();
+  te_test::Gil gil;
+  te_test::exec("import te_tma_kernels\n");
+  EXPECT_EQ(te_test::eval("len(te_tma_kernels.PYTHON_HOOK_CALLS)").cast<int>(), 0);
+  EXPECT_GT(tt::layer_python_calls(), python_calls);  // the tuning
+}
+
 TEST(TmaDescriptor, ConstructionChecksRankAndLengths) {
   auto what = [](auto&& make) -> std::string {
     try {

@@ -555,6 +555,20 @@ TEST(TorchWrapped, AutotunedKernelsOnTheGpu) {
   te::launch(
       accum, [&](const te::Meta& m) { return blocks(m, 4096); }, ones, acc, int64_t{4096});
   EXPECT_EQ(acc.item<int>(), 4096);
+  // A config pre-hook the runtime applies: nargs["acc_ptr"].zero_() before every launch, on
+  // the launch's stream (torch's current), in C++; with a raw pointer it cannot be zeroed.
+  static const te::JitFunction zeroing("te_tune_kernels", "zeroing_accum_kernel");
+  at::Tensor acc2 = at::full({1}, 77, ones.options());
+  const auto grid4096 = [&](const te::Meta& m) { return blocks(m, 4096); };
+  te::launch(zeroing, grid4096, ones, acc2, int64_t{4096});  // tunes
+  EXPECT_EQ(acc2.item<int>(), 4096);
+  const long calls = te::detail::testing::layer_python_calls();
+  for (int i = 0; i < 3; ++i) te::launch(zeroing, grid4096, ones, acc2, int64_t{4096});
+  EXPECT_EQ(acc2.item<int>(), 4096);
+  EXPECT_EQ(te::detail::testing::layer_python_calls(), calls);
+  EXPECT_THROW(
+      zeroing.launch(grid4096, nullptr, ones.data_ptr<int>(), acc2.data_ptr<int>(), int64_t{4096}),
+      te::NotSupportedError);
   // restore_value: x += 1 applied once, whatever the benchmark ran.
   static const te::JitFunction inplace("te_tune_kernels", "inplace_kernel");
   at::Tensor y = at::zeros({5000}, at::device(at::kCUDA).dtype(at::kFloat));

@@ -1,7 +1,7 @@
 """Kernels that take host-side tensor descriptors (triton.tools.tensor_descriptor), used by
-tests/cpp/test_tma.cc: copies of rank 1 to 3, a persistent TMA matmul, an autotuned kernel whose
-configs' pre-hooks set the block shapes, and kernels that make their descriptors on the device
-(one autotuned)."""
+tests/cpp/test_tma.cc: copies of rank 1 to 3, a persistent TMA matmul, autotuned kernels whose
+configs' pre-hooks set the block shapes (the runtime applies some, Python runs one), and kernels
+that make their descriptors on the device (one autotuned)."""
 
 import triton
 import triton.language as tl
@@ -112,3 +112,93 @@ def tuned_device_desc_scale(src_ptr, dst_ptr, M, N, alpha, BLOCK_M: tl.constexpr
     on = tl.program_id(1) * BLOCK_N
     tile = src.load([om, on])
     dst.store([om, on], (tile * alpha).to(tile.dtype))
+
+
+# ---- config pre-hooks the runtime applies, tuned without a GPU ------------------------------
+
+# Fake timings by config (BLOCK_M, SUBTILE): the tuner's choice is known in advance and tuning
+# needs no GPU (the benchmark never launches the kernel).
+FAKE_TMA_MS = {(32, False): 2.0, (64, True): 1.0, (128, False): 3.0}
+
+
+def fake_tma_bench(kernel_call, quantiles=None):
+    import inspect
+
+    config = inspect.getclosurevars(kernel_call).nonlocals["config"]
+    ms = FAKE_TMA_MS[(config.kwargs["BLOCK_M"], config.kwargs["SUBTILE"])]
+    return [ms, ms * 0.9, ms * 1.1]
+
+
+def _subtiled_block_shapes(nargs):
+    """The pattern of Triton's persistent-matmul tutorial with an epilogue subtile: the output
+    descriptor's block is half as wide when the config stores the tile in two halves."""
+    BLOCK_M = nargs["BLOCK_M"]
+    BLOCK_N = nargs["BLOCK_N"]
+    nargs["src"].block_shape = [BLOCK_M, BLOCK_N]
+    if nargs["SUBTILE"]:
+        nargs["dst"].block_shape = [BLOCK_M, BLOCK_N // 2]
+    else:
+        nargs["dst"].block_shape = [BLOCK_M, BLOCK_N]
+
+
+_SUBTILE_CONFIGS = [
+    triton.Config({"BLOCK_M": m, "BLOCK_N": n, "SUBTILE": sub}, num_warps=w, pre_hook=_subtiled_block_shapes)
+    for m, n, sub, w in [(32, 32, False, 4), (64, 64, True, 4), (128, 64, False, 8)]
+]
+
+
+@triton.jit
+def _subtile_scale(src, dst, M, N, alpha, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                   SUBTILE: tl.constexpr):
+    om = tl.program_id(0) * BLOCK_M
+    on = tl.program_id(1) * BLOCK_N
+    tile = (src.load([om, on]) * alpha).to(src.dtype)
+    if SUBTILE:
+        halves = tl.permute(tl.reshape(tile, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+        left, right = tl.split(halves)
+        dst.store([om, on], left)
+        dst.store([om, on + BLOCK_N // 2], right)
+    else:
+        dst.store([om, on], tile)
+
+
+@triton.autotune(configs=_SUBTILE_CONFIGS, key=["M", "N"], do_bench=fake_tma_bench)
+@triton.jit
+def fake_tuned_subtile_scale(src, dst, M, N, alpha, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                             SUBTILE: tl.constexpr):
+    """dst = src * alpha with host descriptors whose block shapes each config's pre-hook sets
+    (conditional on SUBTILE), tuned with fake timings: the SUBTILE config wins."""
+    _subtile_scale(src, dst, M, N, alpha, BLOCK_M, BLOCK_N, SUBTILE)
+
+
+@triton.autotune(configs=_SUBTILE_CONFIGS, key=["M", "N"])
+@triton.jit
+def tuned_subtile_scale(src, dst, M, N, alpha, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                        SUBTILE: tl.constexpr):
+    """fake_tuned_subtile_scale, tuned on the GPU."""
+    _subtile_scale(src, dst, M, N, alpha, BLOCK_M, BLOCK_N, SUBTILE)
+
+
+PYTHON_HOOK_CALLS = []  # fake_tuned_python_hook_scale: the block shapes its hook set
+
+
+def _recording_block_shapes(nargs):
+    """A hook outside the forms the runtime applies (it records its calls): Python runs it."""
+    PYTHON_HOOK_CALLS.append((nargs["BLOCK_M"], nargs["BLOCK_N"]))
+    nargs["src"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_N"]]
+    nargs["dst"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_N"]]
+
+
+@triton.autotune(
+    configs=[
+        triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "SUBTILE": False}, pre_hook=_recording_block_shapes),
+        triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "SUBTILE": True}, pre_hook=_recording_block_shapes),
+    ],
+    key=["M", "N"],
+    do_bench=fake_tma_bench,
+)
+@triton.jit
+def fake_tuned_python_hook_scale(src, dst, M, N, alpha, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                                 SUBTILE: tl.constexpr):
+    """dst = src * alpha (SUBTILE is not used: both halves' block is the whole tile)."""
+    _subtile_scale(src, dst, M, N, alpha, BLOCK_M, BLOCK_N, False)

@@ -215,6 +215,24 @@ def atomic_accum_kernel(x_ptr, acc_ptr, n, BLOCK: tl.constexpr):
     tl.atomic_add(acc_ptr, tl.sum(x, axis=0))
 
 
+def _zero_acc(nargs):
+    """A config pre-hook that zeroes the accumulator before each launch (the runtime applies
+    it: nargs[name].zero_() of a tensor argument)."""
+    nargs["acc_ptr"].zero_()
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": b}, num_warps=4, pre_hook=_zero_acc) for b in (64, 128, 256)],
+    key=["n"],
+)
+@triton.jit
+def zeroing_accum_kernel(x_ptr, acc_ptr, n, BLOCK: tl.constexpr):
+    """acc[0] = sum(x): every config's pre-hook zeroes acc, then one atomic add per program."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0).to(acc_ptr.dtype.element_ty)
+    tl.atomic_add(acc_ptr, tl.sum(x, axis=0))
+
+
 @triton.autotune(configs=_BLOCK_CONFIGS, key=["n"], restore_value=["x_ptr"])
 @triton.jit
 def inplace_kernel(x_ptr, n, BLOCK: tl.constexpr):

@@ -32,6 +32,11 @@ namespace detail {
  *  (heuristics and tuning misses). */
 using PyArgFn = void* (*)(const void* ctx, uint32_t index);
 
+/*! Zeroes the tensor behind argument \p index of the call, in stream order before the launch
+ *  (what a config pre-hook's \c nargs[name].zero_() does when the runtime applies the hook);
+ *  returns false when that argument is no tensor it knows. Layers set it (the torch layer). */
+using ZeroArgFn = bool (*)(const void* ctx, uint32_t index);
+
 /*! The call as compiled code sees it: \c vals holds \c npos positional values followed by
  *  \c nnamed named ones, whose names are \c names[0..nnamed). */
 struct CallArgs {
@@ -40,7 +45,8 @@ struct CallArgs {
   uint32_t nnamed = 0;
   const ArgName* names = nullptr;
   PyArgFn py_arg = nullptr;
-  const void* py_ctx = nullptr;
+  ZeroArgFn zero_arg = nullptr;
+  const void* ctx = nullptr;  //!< what py_arg and zero_arg are given
 };
 
 template <class A>
