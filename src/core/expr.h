@@ -184,8 +184,8 @@ struct Hook {
   TE_INTERNAL_API std::string str(const std::vector<std::string>& param_names) const;
 };
 
-// The most actions a hook has (decode refuses more).
-inline constexpr size_t kMaxHookActions = 64;
+// The most actions a hook has (translation and decode refuse more).
+inline constexpr size_t kMaxHookActions = 16;
 
 // What a hook did for one call: the block shapes it set and the tensors it zeroed, in the
 // order it made them, or the fault that stopped it (a block dimension that is no int

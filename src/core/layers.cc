@@ -460,7 +460,11 @@ struct HookedCopy {
   std::optional<TensorDescriptor> desc;
 };
 constexpr size_t kHookedCopies = 16;
-thread_local HookedCopy t_hooked[kHookedCopies];
+struct HookedCopies {
+  HookedCopy slots[kHookedCopies];
+};
+// On the heap: a shared library's thread-local storage stays a pointer.
+thread_local std::unique_ptr<HookedCopies> t_hooked;
 
 // Releases the slots a walk took when it returns (after its launch).
 struct HookedHold {
@@ -503,7 +507,8 @@ void set_hooked_block(Walk& w, HookedHold& hold, const KernelState& k, Frame& f,
     c.set_arg_flags(d.arg_flags());
     return c;
   };
-  HookedCopy& slot = t_hooked[((reinterpret_cast<uintptr_t>(&k) >> 6) + p) % kHookedCopies];
+  if (TE_UNLIKELY(!t_hooked)) t_hooked = std::make_unique<HookedCopies>();
+  HookedCopy& slot = t_hooked->slots[((reinterpret_cast<uintptr_t>(&k) >> 6) + p) % kHookedCopies];
   const TensorDescriptor* copy;
   if (slot.in_use || hold.n == expr::kMaxHookActions) {
     w.hooked.push_back(std::make_unique<TensorDescriptor>(make()));
@@ -523,11 +528,15 @@ void set_hooked_block(Walk& w, HookedHold& hold, const KernelState& k, Frame& f,
 // refused: NotSupportedError, or the error Python would raise.
 bool apply_hook_expression(Walk& w, HookedHold& hold, const KernelState& k, const Choice& c,
                            Frame& f) {
-  uint64_t given[2] = {0, 0};
-  for (uint32_t p = 0; p < f.np; ++p) {
-    if (f.given[p] != kAbsent) given[p >> 6] |= uint64_t{1} << (p & 63);
+  std::optional<expr::HookResult> computed;
+  if (c.hook_fixed == nullptr) {
+    uint64_t given[2] = {0, 0};
+    for (uint32_t p = 0; p < f.np; ++p) {
+      if (f.given[p] != kAbsent) given[p >> 6] |= uint64_t{1} << (p & 63);
+    }
+    computed.emplace(expr::apply(c.hook, f.vals, f.np, given));
   }
-  const expr::HookResult r = expr::apply(c.hook, f.vals, f.np, given);
+  const expr::HookResult& r = c.hook_fixed != nullptr ? *c.hook_fixed : *computed;
   const bool jit = jit_linked();
   auto where = [&] {
     return full_name(k) + ": the pre_hook of autotune config " + c.result.best.str + " (" +
@@ -575,6 +584,34 @@ bool apply_hook_expression(Walk& w, HookedHold& hold, const KernelState& k, cons
   }
   return true;
 }
+
+}  // namespace
+
+void finish_choice(const KernelState& k, Choice& c) {
+  if (!c.hook_in_cpp() || c.hook.actions.empty()) return;
+  ParamMask set;
+  for (const auto& [p, v] : c.kwargs) set.set(p);
+  for (const expr::HookAction& a : c.hook.actions) {
+    if (a.kind == expr::HookAction::Kind::kZero) continue;
+    for (const expr::Program& d : a.dims) {
+      for (const expr::Program::Read& read : d.reads()) {
+        if (!set.has(read.param)) return;  // it reads the call's arguments: per launch
+      }
+    }
+  }
+  // The frame the hook sees, as far as it reads: the config's meta-parameters.
+  std::vector<ArgValue> vals(k.params.size());
+  uint64_t given[2] = {0, 0};
+  for (const auto& [p, v] : c.kwargs) {
+    vals[p] = v;
+    given[p >> 6] |= uint64_t{1} << (p & 63);
+  }
+  auto r = std::make_unique<expr::HookResult>(
+      expr::apply(c.hook, vals.data(), static_cast<uint32_t>(vals.size()), given));
+  if (r->fault == expr::Fault::kNone) c.hook_fixed = std::move(r);  // else: raised per launch
+}
+
+namespace {
 
 // Autotuner.run's call of choice c's pre_hook before the launch (or its dry run; for a hook
 // the runtime applies, before a compile too: the block shapes decide the kernel).

@@ -96,8 +96,15 @@ struct Choice {
   expr::Hook hook;
   std::string hook_why;
   bool hook_in_cpp() const noexcept { return pre_hook && hook_why.empty(); }
+  // What `hook` does when it reads only the meta-parameters this config sets (the usual
+  // hook: block shapes from the config's tile): computed once, when the runtime publishes the
+  // choice (finish_choice), instead of on every launch.
+  std::unique_ptr<expr::HookResult> hook_fixed;
   TuningResult result;
 };
+
+// Completes a choice a source made, before the runtime publishes it (Choice::hook_fixed).
+void finish_choice(const KernelState& k, Choice& c);
 
 struct TuneLayer {
   std::vector<int> key_params;  // Autotuner.keys as parameter indices (-1: not a parameter)

@@ -136,7 +136,8 @@ void publish_heuristic(KernelState& k, Heuristic& h, const Frame& f, const Heuri
 }
 
 // A choice a source holds for a key (a bundle's), kept for recording. Caller holds t.mu.
-void publish_record(TuneLayer& t, ChoiceRecord& r) {
+void publish_record(const KernelState& k, TuneLayer& t, ChoiceRecord& r) {
+  finish_choice(k, *r.choice);
   std::vector<uint64_t> words{r.target};
   words.insert(words.end(), r.key.w, r.key.w + r.key.n);
   if (!t.recorded.emplace(std::move(words), r.choice.get()).second) return;  // known: kept
@@ -163,6 +164,7 @@ class TuneBuild final : public OncePerKey::Build {
     }
   }
   void* publish() override {
+    finish_choice(k_, *made_);
     Choice* raw = made_.get();
     t_.choices.push_back(std::move(made_));
     if (!key_.overflow) {
@@ -245,7 +247,7 @@ const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& 
           std::vector<ChoiceRecord> known;
           if (!s.known_choices(k, layer, target, known)) return false;
           std::lock_guard<std::mutex> lock(t.mu);
-          for (ChoiceRecord& r : known) publish_record(t, r);
+          for (ChoiceRecord& r : known) publish_record(k, t, r);
           return (c = memo_choice(t, key, hash)) != nullptr;
         })) {
       return c;
@@ -274,6 +276,7 @@ std::vector<const Choice*> pruned_choices(KernelState& k, TuneLayer& t, const Fr
       }
       if (c == nullptr) {
         std::unique_ptr<Choice> made = s.config_choice(k, t, id, *base);
+        finish_choice(k, *made);
         c = made.get();
         std::lock_guard<std::mutex> lock(t.mu);
         t.config_choices.emplace_back(id, base->id, std::move(made));
