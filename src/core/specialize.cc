@@ -30,32 +30,52 @@ bool int_fits(DType t, const ArgValue& v) {
   if (v.big) return t == DType::u64;  // value in [2^63, 2^64)
   const int64_t x = v.i;
   switch (t) {
-    case DType::u1: return x == 0 || x == 1;
-    case DType::i8: return x >= INT8_MIN && x <= INT8_MAX;
-    case DType::i16: return x >= INT16_MIN && x <= INT16_MAX;
-    case DType::i32: return x >= INT32_MIN && x <= INT32_MAX;
-    case DType::i64: return true;
-    case DType::u8: return x >= 0 && x <= UINT8_MAX;
-    case DType::u16: return x >= 0 && x <= UINT16_MAX;
-    case DType::u32: return x >= 0 && x <= static_cast<int64_t>(UINT32_MAX);
-    case DType::u64: return x >= 0;
-    default: return false;
+    case DType::u1:
+      return x == 0 || x == 1;
+    case DType::i8:
+      return x >= INT8_MIN && x <= INT8_MAX;
+    case DType::i16:
+      return x >= INT16_MIN && x <= INT16_MAX;
+    case DType::i32:
+      return x >= INT32_MIN && x <= INT32_MAX;
+    case DType::i64:
+      return true;
+    case DType::u8:
+      return x >= 0 && x <= UINT8_MAX;
+    case DType::u16:
+      return x >= 0 && x <= UINT16_MAX;
+    case DType::u32:
+      return x >= 0 && x <= static_cast<int64_t>(UINT32_MAX);
+    case DType::u64:
+      return x >= 0;
+    default:
+      return false;
   }
 }
 
 // " (range [lo, hi])" of an integer type, for the messages of values that do not fit it.
 std::string int_range(DType t) {
   switch (t) {
-    case DType::u1: return " (range [0, 1])";
-    case DType::i8: return " (range [-128, 127])";
-    case DType::i16: return " (range [-32768, 32767])";
-    case DType::i32: return " (range [-2^31, 2^31 - 1])";
-    case DType::i64: return " (range [-2^63, 2^63 - 1])";
-    case DType::u8: return " (range [0, 255])";
-    case DType::u16: return " (range [0, 65535])";
-    case DType::u32: return " (range [0, 2^32 - 1])";
-    case DType::u64: return " (range [0, 2^64 - 1])";
-    default: return "";
+    case DType::u1:
+      return " (range [0, 1])";
+    case DType::i8:
+      return " (range [-128, 127])";
+    case DType::i16:
+      return " (range [-32768, 32767])";
+    case DType::i32:
+      return " (range [-2^31, 2^31 - 1])";
+    case DType::i64:
+      return " (range [-2^63, 2^63 - 1])";
+    case DType::u8:
+      return " (range [0, 255])";
+    case DType::u16:
+      return " (range [0, 65535])";
+    case DType::u32:
+      return " (range [0, 2^32 - 1])";
+    case DType::u64:
+      return " (range [0, 2^64 - 1])";
+    default:
+      return "";
   }
 }
 
@@ -81,7 +101,9 @@ class Writer {
   uint32_t param() const { return param_; }
   const KernelState& kernel() const { return k_; }
 
-  void constexpr_leaf(const ArgValue* v) { push(LeafKind::kConstexpr, DType::invalid, SpecKey::kNone, 0, v); }
+  void constexpr_leaf(const ArgValue* v) {
+    push(LeafKind::kConstexpr, DType::invalid, SpecKey::kNone, 0, v);
+  }
   void scalar(DType t, SpecKey key, const ArgValue* v) { push(LeafKind::kScalar, t, key, 0, v); }
   void pointer(DType elem, bool is_const, SpecKey key, const ArgValue* v) {
     push(LeafKind::kPointer, elem, key, is_const ? 1 : 0, v);
@@ -90,7 +112,9 @@ class Writer {
     Leaf& l = push(LeafKind::kTupleBegin, DType::invalid, SpecKey::kNone, 0, v);
     l.count = v->count;
   }
-  void tuple_end(const ArgValue* v) { push(LeafKind::kTupleEnd, DType::invalid, SpecKey::kNone, 0, v); }
+  void tuple_end(const ArgValue* v) {
+    push(LeafKind::kTupleEnd, DType::invalid, SpecKey::kNone, 0, v);
+  }
   void descriptor(const ArgValue* v, uint32_t count) {
     TE_CHECK(out_.ndesc < kMaxTensorDescs, NotSupportedError)
         << call_signature(k_) << ": more than " << kMaxTensorDescs
@@ -138,8 +162,9 @@ void check_forced_scalar(const Writer& w, const ArgValue& v) {
       << " cannot be passed to a kernel; use u1, i8..i64, u8..u64, fp16, bf16, fp32 or fp64";
   if (!dtype_is_float(v.dtype)) {
     TE_CHECK(int_fits(v.dtype, v), OverflowError)
-        << arg_where(w.kernel(), w.param()) << ": " << (v.big ? std::to_string(v.u) : std::to_string(v.i))
-        << " does not fit the forced type " << dtype_name(v.dtype) << int_range(v.dtype);
+        << arg_where(w.kernel(), w.param()) << ": "
+        << (v.big ? std::to_string(v.u) : std::to_string(v.i)) << " does not fit the forced type "
+        << dtype_name(v.dtype) << int_range(v.dtype);
   }
 }
 
@@ -213,8 +238,7 @@ void spec_annotated(Writer& w, const ParamSpec& p, const ArgValue& v) {
   const size_t i = w.param();
   const DType ann = p.ann_dtype;
   if (p.ann == AnnKind::kUnsupported) {
-    TE_THROW(NotSupportedError) << arg_where(k, i) << ": the annotation '"
-                                << k.params[i].annotation
+    TE_THROW(NotSupportedError) << arg_where(k, i) << ": the annotation '" << k.params[i].annotation
                                 << "' has no host representation a launch can pass";
   }
   if (p.ann == AnnKind::kPointer) {
@@ -242,14 +266,16 @@ void spec_annotated(Writer& w, const ParamSpec& p, const ArgValue& v) {
   }
   // Scalar annotation.
   if (dtype_is_float(ann)) {
-    TE_CHECK(is_numeric(v), TypeError) << arg_where(k, i) << ": expected a number for the annotated type "
-                                       << dtype_name(ann) << ", got " << describe_value(v);
+    TE_CHECK(is_numeric(v), TypeError)
+        << arg_where(k, i) << ": expected a number for the annotated type " << dtype_name(ann)
+        << ", got " << describe_value(v);
     if (v.kind == ArgKind::kScalar) check_forced_scalar(w, v);
     w.scalar(ann, SpecKey::kNone, &v);
     return;
   }
-  TE_CHECK(is_int_like(v), TypeError) << arg_where(k, i) << ": expected an integer for the annotated type "
-                                      << dtype_name(ann) << ", got " << describe_value(v);
+  TE_CHECK(is_int_like(v), TypeError)
+      << arg_where(k, i) << ": expected an integer for the annotated type " << dtype_name(ann)
+      << ", got " << describe_value(v);
   TE_CHECK(int_fits(ann, v), OverflowError)
       << arg_where(k, i) << ": " << (v.big ? std::to_string(v.u) : std::to_string(v.i))
       << " does not fit the annotated type " << dtype_name(ann) << int_range(ann);
@@ -271,27 +297,33 @@ void spec_annotated(Writer& w, const ParamSpec& p, const ArgValue& v) {
 bool contains_pointer(const ArgValue& v) {
   switch (v.kind) {
     case ArgKind::kPointer:
-    case ArgKind::kTensorDesc: return true;
-    case ArgKind::kConstexpr: return contains_pointer(*v.elems);
+    case ArgKind::kTensorDesc:
+      return true;
+    case ArgKind::kConstexpr:
+      return contains_pointer(*v.elems);
     case ArgKind::kTuple:
       for (uint32_t i = 0; i < v.count; ++i) {
         if (contains_pointer(v.elems[i])) return true;
       }
       return false;
-    default: return false;
+    default:
+      return false;
   }
 }
 
 bool contains_descriptor(const ArgValue& v) {
   switch (v.kind) {
-    case ArgKind::kTensorDesc: return true;
-    case ArgKind::kConstexpr: return contains_descriptor(*v.elems);
+    case ArgKind::kTensorDesc:
+      return true;
+    case ArgKind::kConstexpr:
+      return contains_descriptor(*v.elems);
     case ArgKind::kTuple:
       for (uint32_t i = 0; i < v.count; ++i) {
         if (contains_descriptor(v.elems[i])) return true;
       }
       return false;
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -435,10 +467,14 @@ constexpr uint32_t kFastConstexprWords = 8;
 uint32_t constexpr_words(const ArgValue& v) noexcept {
   switch (v.kind) {
     case ArgKind::kNone:
-    case ArgKind::kDType: return 1;
-    case ArgKind::kStr: return 1 + (v.count + 7) / 8;
-    case ArgKind::kConstexpr: return 1 + constexpr_words(*v.elems);
-    default: return 2;  // numbers, tuples (refused below), functions
+    case ArgKind::kDType:
+      return 1;
+    case ArgKind::kStr:
+      return 1 + (v.count + 7) / 8;
+    case ArgKind::kConstexpr:
+      return 1 + constexpr_words(*v.elems);
+    default:
+      return 2;  // numbers, tuples (refused below), functions
   }
 }
 
@@ -486,16 +522,18 @@ bool fast_key_and_pack_first(const KernelState& kernel, const ArgValue* args, si
     if (TE_LIKELY(!p.is_constexpr)) {
       switch (v.kind) {
         case ArgKind::kPointer:
-          if (TE_UNLIKELY(v.dtype == DType::invalid || (v.flags & kArgHostMemory) != 0)) return false;
+          if (TE_UNLIKELY(v.dtype == DType::invalid || (v.flags & kArgHostMemory) != 0))
+            return false;
           runtime_leaf(run_code(LeafKind::kPointer, v.dtype, int_key(v, p.specialize, p.align),
                                 p.is_const ? 1 : 0));
           *out++ = v.u;
           continue;
         case ArgKind::kInt:
           if (p.specialize && int_is_one(v)) break;  // a constexpr leaf, below
-          runtime_leaf(run_code(LeafKind::kScalar,
-                                v.big ? DType::u64 : (int_fits(DType::i32, v) ? DType::i32 : DType::i64),
-                                int_key(v, p.specialize, p.align), 0));
+          runtime_leaf(
+              run_code(LeafKind::kScalar,
+                       v.big ? DType::u64 : (int_fits(DType::i32, v) ? DType::i32 : DType::i64),
+                       int_key(v, p.specialize, p.align), 0));
           *out++ = v.u;
           continue;
         case ArgKind::kBool:
@@ -644,12 +682,18 @@ uint64_t pack_leaf(const KernelState& kernel, const Leaf& leaf) {
 
 std::string leaf_type_name(const Leaf& leaf) {
   switch (leaf.kind) {
-    case LeafKind::kConstexpr: return "constexpr";
-    case LeafKind::kScalar: return std::string(dtype_name(leaf.dtype));
-    case LeafKind::kPointer: return (leaf.is_const ? "*k" : "*") + std::string(dtype_name(leaf.dtype));
-    case LeafKind::kTupleBegin: return "(";
-    case LeafKind::kTupleEnd: return ")";
-    case LeafKind::kTensorDesc: return descriptor_type_name(leaf.dtype, leaf.count);
+    case LeafKind::kConstexpr:
+      return "constexpr";
+    case LeafKind::kScalar:
+      return std::string(dtype_name(leaf.dtype));
+    case LeafKind::kPointer:
+      return (leaf.is_const ? "*k" : "*") + std::string(dtype_name(leaf.dtype));
+    case LeafKind::kTupleBegin:
+      return "(";
+    case LeafKind::kTupleEnd:
+      return ")";
+    case LeafKind::kTensorDesc:
+      return descriptor_type_name(leaf.dtype, leaf.count);
   }
   return "?";
 }
