@@ -155,12 +155,13 @@ Value parse_value(std::string_view s) {
     v.div16 = true;
     if (colon != std::string_view::npos) {
       const std::string_view suffix = body.substr(colon + 1);
-      if (suffix == "unaligned") {
-        v.div16 = false;
+      if (suffix == "unaligned" || suffix == "any") {
+        v.div16 = false;  // both compile the entry with no alignment assumption
       } else if (suffix != "16") {
         return fail("'" + v.text + "': unknown alignment ':" + std::string(suffix) +
                     "'; expected *" + std::string(name) + " or *" + std::string(name) +
-                    ":16 (16-byte aligned) or *" + std::string(name) + ":unaligned");
+                    ":16 (16-byte aligned), *" + std::string(name) + ":unaligned or *" +
+                    std::string(name) + ":any (no alignment assumption)");
       }
     }
     v.kind = Value::Kind::kPointer;
@@ -193,16 +194,20 @@ Value parse_value(std::string_view s) {
       v.dtype = t;
       if (colon != std::string_view::npos) {
         const bool integer = !dtype_is_float(t) && t != DType::u1;
-        if (!integer || s.substr(colon + 1) != "16") {
+        const std::string_view suffix = s.substr(colon + 1);
+        if (!integer || (suffix != "16" && suffix != "any")) {
           return fail(
               "'" + v.text + "': " +
               (integer
-                   ? "unknown specialisation ':" + std::string(s.substr(colon + 1)) +
-                         "'; expected " + std::string(name) + " (not divisible by 16) or " +
-                         std::string(name) + ":16 (divisible by 16)"
+                   ? "unknown specialisation ':" + std::string(suffix) + "'; expected " +
+                         std::string(name) + " (not divisible by 16), " + std::string(name) +
+                         ":16 (divisible by 16) or " + std::string(name) +
+                         ":any (no assumption: serves every value)"
                    : std::string(name) + " takes no ':' suffix; expected " + std::string(name)));
         }
-        v.div16 = true;
+        // :any compiles what a value that is neither divisible by 16 nor 1 compiles: the
+        // entry with no assumption, which serves every value (docs/aot.md).
+        v.div16 = suffix == "16";
       }
       v.kind = Value::Kind::kScalarType;
       return v;

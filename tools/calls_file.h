@@ -19,8 +19,8 @@ namespace triton_embed::tools {
 // One argument (or option value) as written.
 struct Value {
   enum class Kind : uint8_t {
-    kPointer,     // *DTYPE, *DTYPE:16 (16-byte aligned) or *DTYPE:unaligned
-    kScalarType,  // i32, i64:16, fp16, bool, ...: a value of that type, not its value
+    kPointer,     // *DTYPE, *DTYPE:16 (16-byte aligned), *DTYPE:unaligned or *DTYPE:any
+    kScalarType,  // i32, i64:16, i32:any, fp16, bool, ...: a value of that type, not its value
     kInt,         // 4096, 1, -3
     kFloat,       // 0.5, 1e-6
     kBool,        // true, false

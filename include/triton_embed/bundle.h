@@ -25,9 +25,16 @@
  *  a program without Python launches them for those keys (NotInBundleError for others). The
  *  GPU's architecture picks the entry; PTX kept for an older plain \c sm_XY target serves a
  *  newer GPU through the driver, said on stderr (\c TRITON_EMBED_BUNDLE_PTX=0 refuses it).
+ *
+ *  Without the JIT layer, a specialisation no bundle holds exactly is served by the most
+ *  specialised entry compiled with fewer assumptions (no "divisible by 16", no 16-byte
+ *  alignment, no constexpr 1 for an integer argument 1), said once per kernel and key on
+ *  stderr or to set_bundle_notice_callback() (\c TRITON_EMBED_BUNDLE_STRICT=1 refuses it):
+ *  docs/bundle_format.md, "Less specialised entries".
  */
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -55,5 +62,33 @@ TRITON_EMBED_API void load_bundle_from_memory(const void* data, size_t size, std
  *  left out: another process cannot name that object. \c TRITON_EMBED_RECORD=path does the
  *  same when the process exits. */
 TRITON_EMBED_API void write_bundle(const std::string& path);
+
+/*! \brief A bundle entry that serves a launch in place of the entry it asked for, reported
+ *  once per kernel and cache key (target, options and specialisation) when the key is first
+ *  looked up: the PTX of an older target (which the CUDA driver compiles for the GPU), or an
+ *  entry compiled with fewer specialisation assumptions than the call's (a runtime-only
+ *  program), or both. */
+struct BundleNotice {
+  std::string kernel;             //!< "pykernels.vector.add_kernel"
+  std::string asked;              //!< the call's specialisation, "add_kernel(x_ptr: *fp32 D, ...)"
+  std::string served;             //!< the serving entry's specialisation, in the same form
+  std::string target;             //!< the target launched for, "cuda:90"
+  std::string entry_target;       //!< the serving entry's target ("cuda:80" when its PTX serves)
+  std::string bundle;             //!< the bundle's name: its path, or the name it was embedded with
+  bool ptx = false;               //!< the entry's PTX serves (an older target's)
+  bool less_specialised = false;  //!< the entry assumes less than the call's specialisation
+  std::string message;            //!< the line written to stderr when no callback is set
+};
+
+/*! \brief Sends bundle notices to \p callback instead of stderr (an empty function restores
+ *  stderr). It runs on the launching thread, with no lock of the library held; an exception it
+ *  throws leaves the launch (the key is looked up, and reported, again on its next launch).
+ *
+ *  \code
+ *  triton_embed::set_bundle_notice_callback([](const triton_embed::BundleNotice& n) {
+ *    my_log(n.message);
+ *  });
+ *  \endcode */
+TRITON_EMBED_API void set_bundle_notice_callback(std::function<void(const BundleNotice&)> callback);
 
 }  // namespace triton_embed

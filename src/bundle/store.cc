@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -416,6 +417,42 @@ bool ptx_serves(std::string_view ptx) {
          t.find_first_not_of("0123456789", 3) == std::string_view::npos;
 }
 
+// Whether only an exact entry may serve a call (TRITON_EMBED_BUNDLE_STRICT=1): no less
+// specialised one.
+bool strict() {
+  static const bool on = [] {
+    const char* env = std::getenv("TRITON_EMBED_BUNDLE_STRICT");
+    return env != nullptr && *env != '\0' && std::strcmp(env, "0") != 0 &&
+           std::strcmp(env, "off") != 0;
+  }();
+  return on;
+}
+
+struct NoticeSink {
+  std::mutex mu;
+  std::function<void(const BundleNotice&)> callback;
+};
+NoticeSink& notice_sink() {
+  static NoticeSink* s = new NoticeSink();  // never destroyed: threads may launch during exit
+  return *s;
+}
+
+// Reports what served a key in place of its own entry: to the callback, else on stderr. Called
+// once per key (the build of a missing key), with no lock held.
+void notify(const BundleNotice& n) {
+  std::function<void(const BundleNotice&)> cb;
+  {
+    NoticeSink& s = notice_sink();
+    std::lock_guard<std::mutex> lock(s.mu);
+    cb = s.callback;
+  }
+  if (cb) {
+    cb(n);
+  } else {
+    std::fputs(n.message.c_str(), stderr);
+  }
+}
+
 std::unique_ptr<detail::Entry> entry_from(const EntryView& ev, const Key& key, uint64_t hash,
                                           bool from_ptx) {
   auto e = std::make_unique<detail::Entry>();
@@ -445,59 +482,178 @@ bool fits_descriptors(const EntryView& ev, const LeafList& leaves) {
   return true;
 }
 
+// Whether entry ev may serve `target`: its own, or an older plain target's PTX.
+bool serves_target(const EntryView& ev, uint32_t target) {
+  return ev.target == target || (older_or_same_target(ev.target, target) && ptx_serves(ev.ptx));
+}
+
+// The entry serving a key no bundle holds exactly, with no JIT layer: among the entries of the
+// same kernel and options that serve the call with fewer assumptions (match_key), those for
+// the GPU's own target first, then the newest older target's PTX; of these the most
+// specialised (the most assumptions kept), and of equally specialised ones the first in load
+// order (bundles as loaded, entries in the order each bundle holds them).
+struct Fallback {
+  const EntryView* ev = nullptr;
+  const Bundle* b = nullptr;
+  KeyMatch match;
+};
+
+bool better(const Fallback& have, const EntryView& ev, const KeyMatch& m, uint32_t target) {
+  if (have.ev == nullptr) return true;
+  const bool own = ev.target == target, have_own = have.ev->target == target;
+  if (own != have_own) return own;
+  if (ev.target != have.ev->target) return target_arch(ev.target) > target_arch(have.ev->target);
+  return m.assumptions > have.match.assumptions;
+}
+
 std::unique_ptr<detail::Entry> bundled_entry(const KernelState& k, const InternedOptions& options,
                                              const Key& key, uint64_t hash,
                                              const LeafList& leaves) {
   load_from_environment();
   const std::string opts = encode_options(options.options);
-  Store& s = store();
-  std::lock_guard<std::mutex> lock(s.mu);
-  // The entry for the GPU's own target; else the newest older target's PTX, when it may serve.
-  const EntryView* older = nullptr;
-  const Bundle* older_bundle = nullptr;
-  for (const Bundle& b : s.bundles) {
-    const ContentsView& c = b.view();
-    for (const EntryView& ev : c.entries) {
-      if (ev.key_words.size() != key.n || ev.options != opts ||
-          !same_kernel(c.kernels[ev.kernel], k) ||
-          !std::equal(ev.key_words.begin(), ev.key_words.end(), key.w) ||
-          !fits_descriptors(ev, leaves)) {
-        continue;
-      }
-      if (ev.target == key.target) return entry_from(ev, key, hash, false);
-      if (older_or_same_target(ev.target, key.target) && ptx_serves(ev.ptx) &&
-          (older == nullptr || target_arch(ev.target) > target_arch(older->target))) {
-        older = &ev;
-        older_bundle = &b;
+  std::unique_ptr<detail::Entry> out;
+  BundleNotice notice;
+  {
+    Store& s = store();
+    std::lock_guard<std::mutex> lock(s.mu);
+    // The entry for the GPU's own target; else the newest older target's PTX, when it may
+    // serve.
+    const EntryView* older = nullptr;
+    const Bundle* older_bundle = nullptr;
+    for (const Bundle& b : s.bundles) {
+      const ContentsView& c = b.view();
+      for (const EntryView& ev : c.entries) {
+        if (ev.key_words.size() != key.n || ev.options != opts ||
+            !same_kernel(c.kernels[ev.kernel], k) ||
+            !std::equal(ev.key_words.begin(), ev.key_words.end(), key.w) ||
+            !fits_descriptors(ev, leaves)) {
+          continue;
+        }
+        if (ev.target == key.target) return entry_from(ev, key, hash, false);
+        if (older_or_same_target(ev.target, key.target) && ptx_serves(ev.ptx) &&
+            (older == nullptr || target_arch(ev.target) > target_arch(older->target))) {
+          older = &ev;
+          older_bundle = &b;
+        }
       }
     }
+    Fallback best;
+    if (older != nullptr) {
+      best.ev = older;
+      best.b = older_bundle;
+    } else if (!jit_linked() && !strict()) {
+      // No exact entry: a less specialised one (with the JIT layer, Triton compiles the exact
+      // specialisation instead, as Python does).
+      for (const Bundle& b : s.bundles) {
+        const ContentsView& c = b.view();
+        for (const EntryView& ev : c.entries) {
+          if (ev.options != opts || !serves_target(ev, key.target) ||
+              !same_kernel(c.kernels[ev.kernel], k) || !fits_descriptors(ev, leaves)) {
+            continue;
+          }
+          KeyMatch m = match_key(k, leaves, key, ev.key_words.data(), ev.key_words.size(), false);
+          if (m.verdict == KeyMatch::Verdict::kRefused || !better(best, ev, m, key.target)) {
+            continue;
+          }
+          best.ev = &ev;
+          best.b = &b;
+          best.match = std::move(m);
+        }
+      }
+    }
+    if (best.ev == nullptr) return nullptr;
+    const EntryView& ev = *best.ev;
+    notice.ptx = ev.target != key.target;
+    notice.less_specialised = best.match.verdict == KeyMatch::Verdict::kServes;
+    out = entry_from(ev, key, hash, notice.ptx);
+    if (notice.less_specialised) {
+      out->less_specialised = true;
+      out->packs_ones = !best.match.ones.empty();
+      out->one_leaves = best.match.ones;
+      out->one_slots = one_slots(leaves, best.match.ones);
+    }
+    notice.kernel = full_name(k);
+    notice.served = std::string(ev.signature);
+    notice.target = target_str(key.target);
+    notice.entry_target = target_str(ev.target);
+    notice.bundle = best.b->name();
   }
-  if (older == nullptr) return nullptr;
-  // Said once per entry: the kernel runs code built for an older GPU, compiled by the driver.
-  std::fprintf(stderr,
-               "triton_embed: %s.%s as %s: bundle %s has no cubin for %s; using the PTX of its "
-               "%s entry, which the CUDA driver compiles for this GPU when the kernel is loaded "
-               "(add a %s entry to the bundle to launch code built for this GPU; "
-               "TRITON_EMBED_BUNDLE_PTX=0 refuses PTX instead)\n",
-               k.module.c_str(), k.name.c_str(), std::string(older->signature).c_str(),
-               older_bundle->name().c_str(), target_str(key.target).c_str(),
-               target_str(older->target).c_str(), target_str(key.target).c_str());
-  return entry_from(*older, key, hash, true);
+  // Said once per key: the kernel runs code built for an older GPU (compiled by the driver), or
+  // code that assumes less than the call's specialisation.
+  const std::string& t = notice.target;
+  if (!notice.less_specialised) {
+    notice.asked = notice.served;
+    notice.message = "triton_embed: " + notice.kernel + " as " + notice.served + ": bundle " +
+                     notice.bundle + " has no cubin for " + t + "; using the PTX of its " +
+                     notice.entry_target +
+                     " entry, which the CUDA driver compiles for this GPU when the kernel is "
+                     "loaded (add a " +
+                     t +
+                     " entry to the bundle to launch code built for this GPU; "
+                     "TRITON_EMBED_BUNDLE_PTX=0 refuses PTX instead)\n";
+  } else {
+    notice.asked = specialized_signature(k, leaves);
+    notice.message =
+        "triton_embed: " + notice.kernel + " as " + notice.asked +
+        ": no kernel bundle holds this specialisation for " + t + "; bundle " + notice.bundle +
+        "'s " + notice.entry_target + " entry " + notice.served +
+        ", compiled with fewer assumptions, serves it" +
+        (notice.ptx ? " through its PTX, which the CUDA driver compiles for this GPU" : "") +
+        " (add an entry for this specialisation to launch code specialised to it; "
+        "TRITON_EMBED_BUNDLE_STRICT=1 refuses less specialised entries instead)\n";
+  }
+  notify(notice);
+  return out;
 }
 
-std::string nearest(const KernelState& k, uint32_t target) {
+// Why entry ev (of kernel k) does not serve the call, or "" when it would (strict mode).
+// *nearness: how near the entry came (KeyMatch::nearness), 0 when its target or options
+// differ.
+std::string why_not(const EntryView& ev, const KernelState& k, const std::string& opts,
+                    const Key& key, const LeafList& leaves, uint32_t* nearness) {
+  *nearness = 0;
+  if (!serves_target(ev, key.target)) {
+    return "it is built for " + target_str(ev.target) +
+           (older_or_same_target(ev.target, key.target)
+                ? ", and keeps no PTX for a plain sm_XY that the driver could compile for " +
+                      target_str(key.target)
+                : ", which does not run on " + target_str(key.target));
+  }
+  if (ev.options != opts) return "it is compiled with other options";
+  if (!fits_descriptors(ev, leaves)) return "its tensor descriptors are not the call's";
+  const KeyMatch m =
+      match_key(k, leaves, key, ev.key_words.data(), ev.key_words.size(), /*explain=*/true);
+  if (m.verdict != KeyMatch::Verdict::kRefused) return "";
+  *nearness = m.nearness;
+  return m.why;
+}
+
+std::string nearest(const KernelState& k, const InternedOptions& options, const Key& key,
+                    const LeafList& leaves) {
   load_from_environment();
+  const std::string call_opts = encode_options(options.options);
   Store& s = store();
   std::lock_guard<std::mutex> lock(s.mu);
-  std::vector<std::pair<int, std::string>> found;  // (0: same target, 1: other), line
+  // The entries of the call's target first, then those of its options; of these, the nearest
+  // first (refused later in the signature; refused on an assumption only), then in load order.
+  std::vector<std::pair<int64_t, std::string>> found;
   for (const Bundle& b : s.bundles) {
     const ContentsView& c = b.view();
     for (const EntryView& ev : c.entries) {
       if (!same_kernel(c.kernels[ev.kernel], k)) continue;
       const std::string opts = decode_options(ev.options, where(b, c.kernels[ev.kernel])).str();
-      found.emplace_back(ev.target == target ? 0 : 1,
+      uint32_t nearness = 0;
+      const std::string why = why_not(ev, k, call_opts, key, leaves, &nearness);
+      const int64_t rank = why.empty() ? -(int64_t{1} << 20) : -static_cast<int64_t>(nearness);
+      found.emplace_back((static_cast<int64_t>(ev.target == key.target ? 0 : 2) +
+                          (ev.options == call_opts ? 0 : 1)) *
+                                 (int64_t{1} << 40) +
+                             rank,
                          "  " + target_str(ev.target) + (opts.empty() ? "" : " " + opts) + ": " +
-                             std::string(ev.signature) + " (" + b.name() + ")");
+                             std::string(ev.signature) + " (" + b.name() + ")\n    " +
+                             (why.empty() ? "serves this call with fewer assumptions, but "
+                                            "TRITON_EMBED_BUNDLE_STRICT=1 allows exact entries only"
+                                          : "does not serve this call: " + why));
     }
   }
   if (found.empty()) {
@@ -527,8 +683,9 @@ class BundleSource final : public KernelSource {
                                              const LeafList& leaves) override {
     return bundled_entry(k, options, key, hash, leaves);
   }
-  std::string nearest_entries(const KernelState& k, uint32_t target) override {
-    return nearest(k, target);
+  std::string nearest_entries(const KernelState& k, const InternedOptions& options, const Key& key,
+                              const LeafList& leaves) override {
+    return nearest(k, options, key, leaves);
   }
   // Heuristic results serve programs without the JIT layer only: the bundles loaded since the
   // last call hand theirs over.
@@ -608,7 +765,7 @@ void record_entries(KernelState& cache_of, uint32_t index, Contents& c, int& tri
   std::lock_guard<std::mutex> lock(cache_of.cache.mu);
   for (const auto& ep : cache_of.cache.entries) {
     const detail::Entry& e = *ep;
-    if (e.process_local) continue;
+    if (e.process_local || e.less_specialised) continue;
     const CompiledKernel& ck = *e.kernel;
     if (ck.cubin().empty()) continue;  // served by an older target's PTX: not this target's
     bundle::Entry out;
@@ -752,6 +909,12 @@ void load_bundle_from_memory(const void* data, size_t size, std::string_view nam
 
 void write_bundle(const std::string& path) {
   detail::bundle::write_file(detail::bundle::record(), path);
+}
+
+void set_bundle_notice_callback(std::function<void(const BundleNotice&)> callback) {
+  detail::bundle::NoticeSink& s = detail::bundle::notice_sink();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.callback = std::move(callback);
 }
 
 }  // namespace triton_embed

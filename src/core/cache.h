@@ -67,6 +67,7 @@ struct alignas(64) Entry {
   bool cooperative = false;
   bool pdl = false;
   bool oversized_shared_mode = false;  // Triton >= 3.8 sets the oversized shared memory mode
+  bool packs_ones = false;  // served by a less specialised entry: one_slots / one_leaves below
   std::atomic<uint32_t> nloaded{0};
   uint64_t global_scratch_size = 0;
   uint64_t profile_scratch_size = 0;
@@ -82,6 +83,12 @@ struct alignas(64) Entry {
   std::vector<TmaMeta> tma;    // one per tensordesc leaf, in order
   int triton_version = 0;      // major * 100 + minor: how descriptors are passed
   bool process_local = false;  // keyed on a Python object: not recorded into bundles
+  // A bundle entry compiled with fewer assumptions than the key (store.cc): not recorded into
+  // bundles (its key and its code differ). Its constexpr 1s that the entry takes as runtime
+  // ints: the call's leaves (ascending), and their final slots among a plain call's packed
+  // values (insert_ones()).
+  bool less_specialised = false;
+  std::vector<uint32_t> one_leaves, one_slots;
   std::mutex load_mu;
 
   // Sets the launch constants from `kernel` (set first), as Triton's launcher reads them from

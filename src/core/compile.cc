@@ -28,7 +28,7 @@ namespace {
                              << target_str(key.target)
                              << (opts.options.empty() ? "" : " with " + opts.options.str())
                              << " is in no kernel bundle ("
-                             << (bundles != nullptr ? bundles->nearest_entries(k, key.target)
+                             << (bundles != nullptr ? bundles->nearest_entries(k, opts, key, leaves)
                                                     : std::string())
                              << ")\nthis program links triton_embed::runtime only, which "
                              << "compiles nothing: link triton_embed::triton_embed to compile it "

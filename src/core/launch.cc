@@ -146,12 +146,18 @@ inline uint32_t pack_args(const KernelState& k, const Entry& e, const LeafList& 
                           uint64_t* slots, void** params, TensorMapStorage* maps) {
   uint32_t np = 0;
   uint32_t desc = 0;
+  size_t one = 0;  // the next of the entry's one_leaves
   for (uint32_t i = 0; i < leaves.n; ++i) {
     const Leaf& l = leaves.leaves[i];
     if (l.kind == LeafKind::kScalar || l.kind == LeafKind::kPointer) {
       slots[np] = pack_leaf(k, l);
       params[np] = &slots[np];
       ++np;
+    } else if (TE_UNLIKELY(e.packs_ones) && one < e.one_leaves.size() && e.one_leaves[one] == i) {
+      slots[np] = 1;  // a constexpr 1 the entry takes as a runtime i32
+      params[np] = &slots[np];
+      ++np;
+      ++one;
     } else if (l.kind == LeafKind::kTensorDesc) {
       if (TE_UNLIKELY((l.value->flags & kArgHostMemory) != 0)) throw_host_memory(k, l.param);
       np += pack_descriptor(k, l.param, *static_cast<const TensorDescriptor*>(l.value->ptr),
@@ -304,6 +310,8 @@ void launch_in(KernelState* kernel, const cuda::ContextInfo& ctx, const Interned
     general_path(kernel, options, target, args, nargs, &site, nullptr);
     return;
   }
+  if (TE_UNLIKELY(e->packs_ones))
+    np = insert_ones(e->one_slots.data(), e->one_slots.size(), slots, np);
   void* params[kMaxLeaves + 2];
   for (uint32_t i = 0; i < np; ++i) params[i] = &slots[i];
   launch_entry(kernel, e, ctx, grid, stream, b.args, slots, params, np);
@@ -384,6 +392,8 @@ int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const
   Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np);
   if (TE_UNLIKELY(e == nullptr))
     return general_path(kernel, options, target, args, nargs, nullptr, slots_out);
+  if (TE_UNLIKELY(e->packs_ones))
+    np = insert_ones(e->one_slots.data(), e->one_slots.size(), slots, np);
   note_dry_run(e);
   if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
   return static_cast<int>(np);

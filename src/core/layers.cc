@@ -737,7 +737,10 @@ inline Entry* find_memoised(KernelState& k, const InternedOptions* options, cons
   uint64_t v[2];
   if (!m.table.find(key, key.hash(), v)) return nullptr;
   *tail = reinterpret_cast<const CallTail*>(static_cast<uintptr_t>(v[1]));
-  return reinterpret_cast<Entry*>(static_cast<uintptr_t>(v[0]));
+  Entry* e = reinterpret_cast<Entry*>(static_cast<uintptr_t>(v[0]));
+  if (TE_UNLIKELY(e->packs_ones))
+    *np = insert_ones(e->one_slots.data(), e->one_slots.size(), slots, *np);
+  return e;
 }
 
 // After a walk that launched (or dry-ran) a positional call: memoises it when its layers

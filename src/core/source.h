@@ -65,9 +65,12 @@ class KernelSource {
   virtual std::unique_ptr<Entry> build_entry(KernelState& kernel, const InternedOptions& options,
                                              const Key& key, uint64_t hash, const ArgValue* args,
                                              const LeafList& leaves) = 0;
-  // What this source holds of kernel k when no source builds `target`'s entry (for
-  // NotInBundleError), or empty.
-  virtual std::string nearest_entries(const KernelState&, uint32_t) { return {}; }
+  // What this source holds of kernel k when no source builds the entry for `key` (for
+  // NotInBundleError): its nearest entries and why none serves the call, or empty.
+  virtual std::string nearest_entries(const KernelState&, const InternedOptions&, const Key&,
+                                      const LeafList&) {
+    return {};
+  }
 
   // Heuristic results this source holds for k and has not handed over yet (appended to
   // `out`); false when it holds none to look up (the runtime then asks eval_heuristic).

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "core/arg_format.h"
 #include "core/errors.h"
@@ -30,32 +32,52 @@ bool int_fits(DType t, const ArgValue& v) {
   if (v.big) return t == DType::u64;  // value in [2^63, 2^64)
   const int64_t x = v.i;
   switch (t) {
-    case DType::u1: return x == 0 || x == 1;
-    case DType::i8: return x >= INT8_MIN && x <= INT8_MAX;
-    case DType::i16: return x >= INT16_MIN && x <= INT16_MAX;
-    case DType::i32: return x >= INT32_MIN && x <= INT32_MAX;
-    case DType::i64: return true;
-    case DType::u8: return x >= 0 && x <= UINT8_MAX;
-    case DType::u16: return x >= 0 && x <= UINT16_MAX;
-    case DType::u32: return x >= 0 && x <= static_cast<int64_t>(UINT32_MAX);
-    case DType::u64: return x >= 0;
-    default: return false;
+    case DType::u1:
+      return x == 0 || x == 1;
+    case DType::i8:
+      return x >= INT8_MIN && x <= INT8_MAX;
+    case DType::i16:
+      return x >= INT16_MIN && x <= INT16_MAX;
+    case DType::i32:
+      return x >= INT32_MIN && x <= INT32_MAX;
+    case DType::i64:
+      return true;
+    case DType::u8:
+      return x >= 0 && x <= UINT8_MAX;
+    case DType::u16:
+      return x >= 0 && x <= UINT16_MAX;
+    case DType::u32:
+      return x >= 0 && x <= static_cast<int64_t>(UINT32_MAX);
+    case DType::u64:
+      return x >= 0;
+    default:
+      return false;
   }
 }
 
 // " (range [lo, hi])" of an integer type, for the messages of values that do not fit it.
 std::string int_range(DType t) {
   switch (t) {
-    case DType::u1: return " (range [0, 1])";
-    case DType::i8: return " (range [-128, 127])";
-    case DType::i16: return " (range [-32768, 32767])";
-    case DType::i32: return " (range [-2^31, 2^31 - 1])";
-    case DType::i64: return " (range [-2^63, 2^63 - 1])";
-    case DType::u8: return " (range [0, 255])";
-    case DType::u16: return " (range [0, 65535])";
-    case DType::u32: return " (range [0, 2^32 - 1])";
-    case DType::u64: return " (range [0, 2^64 - 1])";
-    default: return "";
+    case DType::u1:
+      return " (range [0, 1])";
+    case DType::i8:
+      return " (range [-128, 127])";
+    case DType::i16:
+      return " (range [-32768, 32767])";
+    case DType::i32:
+      return " (range [-2^31, 2^31 - 1])";
+    case DType::i64:
+      return " (range [-2^63, 2^63 - 1])";
+    case DType::u8:
+      return " (range [0, 255])";
+    case DType::u16:
+      return " (range [0, 65535])";
+    case DType::u32:
+      return " (range [0, 2^32 - 1])";
+    case DType::u64:
+      return " (range [0, 2^64 - 1])";
+    default:
+      return "";
   }
 }
 
@@ -81,7 +103,9 @@ class Writer {
   uint32_t param() const { return param_; }
   const KernelState& kernel() const { return k_; }
 
-  void constexpr_leaf(const ArgValue* v) { push(LeafKind::kConstexpr, DType::invalid, SpecKey::kNone, 0, v); }
+  void constexpr_leaf(const ArgValue* v) {
+    push(LeafKind::kConstexpr, DType::invalid, SpecKey::kNone, 0, v);
+  }
   void scalar(DType t, SpecKey key, const ArgValue* v) { push(LeafKind::kScalar, t, key, 0, v); }
   void pointer(DType elem, bool is_const, SpecKey key, const ArgValue* v) {
     push(LeafKind::kPointer, elem, key, is_const ? 1 : 0, v);
@@ -90,7 +114,9 @@ class Writer {
     Leaf& l = push(LeafKind::kTupleBegin, DType::invalid, SpecKey::kNone, 0, v);
     l.count = v->count;
   }
-  void tuple_end(const ArgValue* v) { push(LeafKind::kTupleEnd, DType::invalid, SpecKey::kNone, 0, v); }
+  void tuple_end(const ArgValue* v) {
+    push(LeafKind::kTupleEnd, DType::invalid, SpecKey::kNone, 0, v);
+  }
   void descriptor(const ArgValue* v, uint32_t count) {
     TE_CHECK(out_.ndesc < kMaxTensorDescs, NotSupportedError)
         << call_signature(k_) << ": more than " << kMaxTensorDescs
@@ -138,8 +164,9 @@ void check_forced_scalar(const Writer& w, const ArgValue& v) {
       << " cannot be passed to a kernel; use u1, i8..i64, u8..u64, fp16, bf16, fp32 or fp64";
   if (!dtype_is_float(v.dtype)) {
     TE_CHECK(int_fits(v.dtype, v), OverflowError)
-        << arg_where(w.kernel(), w.param()) << ": " << (v.big ? std::to_string(v.u) : std::to_string(v.i))
-        << " does not fit the forced type " << dtype_name(v.dtype) << int_range(v.dtype);
+        << arg_where(w.kernel(), w.param()) << ": "
+        << (v.big ? std::to_string(v.u) : std::to_string(v.i)) << " does not fit the forced type "
+        << dtype_name(v.dtype) << int_range(v.dtype);
   }
 }
 
@@ -213,8 +240,7 @@ void spec_annotated(Writer& w, const ParamSpec& p, const ArgValue& v) {
   const size_t i = w.param();
   const DType ann = p.ann_dtype;
   if (p.ann == AnnKind::kUnsupported) {
-    TE_THROW(NotSupportedError) << arg_where(k, i) << ": the annotation '"
-                                << k.params[i].annotation
+    TE_THROW(NotSupportedError) << arg_where(k, i) << ": the annotation '" << k.params[i].annotation
                                 << "' has no host representation a launch can pass";
   }
   if (p.ann == AnnKind::kPointer) {
@@ -242,14 +268,16 @@ void spec_annotated(Writer& w, const ParamSpec& p, const ArgValue& v) {
   }
   // Scalar annotation.
   if (dtype_is_float(ann)) {
-    TE_CHECK(is_numeric(v), TypeError) << arg_where(k, i) << ": expected a number for the annotated type "
-                                       << dtype_name(ann) << ", got " << describe_value(v);
+    TE_CHECK(is_numeric(v), TypeError)
+        << arg_where(k, i) << ": expected a number for the annotated type " << dtype_name(ann)
+        << ", got " << describe_value(v);
     if (v.kind == ArgKind::kScalar) check_forced_scalar(w, v);
     w.scalar(ann, SpecKey::kNone, &v);
     return;
   }
-  TE_CHECK(is_int_like(v), TypeError) << arg_where(k, i) << ": expected an integer for the annotated type "
-                                      << dtype_name(ann) << ", got " << describe_value(v);
+  TE_CHECK(is_int_like(v), TypeError)
+      << arg_where(k, i) << ": expected an integer for the annotated type " << dtype_name(ann)
+      << ", got " << describe_value(v);
   TE_CHECK(int_fits(ann, v), OverflowError)
       << arg_where(k, i) << ": " << (v.big ? std::to_string(v.u) : std::to_string(v.i))
       << " does not fit the annotated type " << dtype_name(ann) << int_range(ann);
@@ -271,27 +299,33 @@ void spec_annotated(Writer& w, const ParamSpec& p, const ArgValue& v) {
 bool contains_pointer(const ArgValue& v) {
   switch (v.kind) {
     case ArgKind::kPointer:
-    case ArgKind::kTensorDesc: return true;
-    case ArgKind::kConstexpr: return contains_pointer(*v.elems);
+    case ArgKind::kTensorDesc:
+      return true;
+    case ArgKind::kConstexpr:
+      return contains_pointer(*v.elems);
     case ArgKind::kTuple:
       for (uint32_t i = 0; i < v.count; ++i) {
         if (contains_pointer(v.elems[i])) return true;
       }
       return false;
-    default: return false;
+    default:
+      return false;
   }
 }
 
 bool contains_descriptor(const ArgValue& v) {
   switch (v.kind) {
-    case ArgKind::kTensorDesc: return true;
-    case ArgKind::kConstexpr: return contains_descriptor(*v.elems);
+    case ArgKind::kTensorDesc:
+      return true;
+    case ArgKind::kConstexpr:
+      return contains_descriptor(*v.elems);
     case ArgKind::kTuple:
       for (uint32_t i = 0; i < v.count; ++i) {
         if (contains_descriptor(v.elems[i])) return true;
       }
       return false;
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -435,10 +469,14 @@ constexpr uint32_t kFastConstexprWords = 8;
 uint32_t constexpr_words(const ArgValue& v) noexcept {
   switch (v.kind) {
     case ArgKind::kNone:
-    case ArgKind::kDType: return 1;
-    case ArgKind::kStr: return 1 + (v.count + 7) / 8;
-    case ArgKind::kConstexpr: return 1 + constexpr_words(*v.elems);
-    default: return 2;  // numbers, tuples (refused below), functions
+    case ArgKind::kDType:
+      return 1;
+    case ArgKind::kStr:
+      return 1 + (v.count + 7) / 8;
+    case ArgKind::kConstexpr:
+      return 1 + constexpr_words(*v.elems);
+    default:
+      return 2;  // numbers, tuples (refused below), functions
   }
 }
 
@@ -460,6 +498,211 @@ void build_key(const KernelState& kernel, const LeafList& leaves, Key& key) {
     if (l.kind == LeafKind::kConstexpr) kw.value(*l.value);
   }
   if (const uint64_t pending = run.flush()) kw.put(pending);
+}
+
+// ---- reading keys back: which entries serve a call ---------------------------------------
+
+namespace {
+
+constexpr uint32_t kCodeKeyShift = 7;
+constexpr uint32_t kCodeKeyMask = 3u << kCodeKeyShift;
+
+// A key's items in order, one per leaf: a runtime leaf's 12-bit code from a run word, or a
+// word of its own followed, for a constexpr leaf, by its value's words (KeyWriter::value).
+// Malformed words (a bundle's) read as no item.
+class KeyReader {
+ public:
+  KeyReader(const uint64_t* w, size_t n) : w_(w), n_(n) {}
+  bool at_end() const { return !pending() && at_ == n_; }
+  bool next_is_code() const { return pending() || (at_ < n_ && (w_[at_] & kRunMarker) != 0); }
+  // The next runtime leaf's code (next_is_code() must hold).
+  uint32_t code() {
+    if (!pending()) {
+      run_ = w_[at_++];
+      used_ = 0;
+    }
+    return static_cast<uint32_t>(run_ >> (kRunBits * used_++)) & 0xFFFu;
+  }
+  // The next other item's words (*first, the count), or 0 when the next item is a code, the
+  // key has ended or its words are malformed.
+  size_t item(const uint64_t** first) {
+    if (pending() || at_ >= n_ || (w_[at_] & kRunMarker) != 0) return 0;
+    const size_t start = at_++;
+    if ((w_[start] & 0xFFu) == static_cast<uint64_t>(LeafKind::kConstexpr) && !skip_value(0)) {
+      return 0;
+    }
+    *first = w_ + start;
+    return at_ - start;
+  }
+
+ private:
+  bool pending() const {
+    return used_ < kRunLeaves && ((run_ >> (kRunBits * used_)) & 0x800u) != 0;
+  }
+  bool skip_value(int depth) {
+    if (at_ >= n_ || depth > 64) return false;
+    const uint64_t tag = w_[at_++];
+    const uint64_t count = tag >> 32;
+    switch (static_cast<ArgKind>(tag & 0xFFu)) {
+      case ArgKind::kNone:
+      case ArgKind::kDType:
+        return true;
+      case ArgKind::kStr: {
+        const uint64_t words = (count + 7) / 8;
+        if (words > n_ - at_) return false;
+        at_ += words;
+        return true;
+      }
+      case ArgKind::kConstexpr:
+        return skip_value(depth + 1);
+      case ArgKind::kTuple:
+        for (uint64_t i = 0; i < count; ++i) {
+          if (!skip_value(depth + 1)) return false;
+        }
+        return true;
+      default:  // numbers, pointers, functions, objects: one word
+        if (at_ >= n_) return false;
+        ++at_;
+        return true;
+    }
+  }
+  const uint64_t* w_;
+  size_t n_;
+  size_t at_ = 0;
+  uint64_t run_ = 0;
+  unsigned used_ = kRunLeaves;
+};
+
+// A runtime leaf's code as the signature writes it: "i32 D", "*fp16", "*kfp32 D".
+std::string code_text(uint32_t c) {
+  std::string s = (c & (1u << 10)) != 0 ? ((c & (1u << 9)) != 0 ? "*k" : "*") : "";
+  s += std::string(dtype_name(static_cast<DType>(c & 0x7Fu)));
+  if (((c & kCodeKeyMask) >> kCodeKeyShift) == static_cast<uint32_t>(SpecKey::kDiv16)) s += " D";
+  return s;
+}
+
+std::string arg_text(const KernelState& k, uint32_t p) {
+  std::string s = "argument #" + std::to_string(p);
+  if (p < k.params.size()) s += " '" + k.params[p].name + "'";
+  return s;
+}
+
+// Whether a constexpr leaf is the integer 1 that Triton made a constexpr of a runtime
+// parameter (an entry taking the parameter as a plain i32 serves it).
+bool is_specialised_one(const KernelState& k, const Leaf& l) {
+  return l.kind == LeafKind::kConstexpr && l.param < k.specs.size() &&
+         !k.specs[l.param].is_constexpr && l.value != nullptr && l.value->kind == ArgKind::kInt &&
+         !l.value->big && l.value->i == 1;
+}
+
+}  // namespace
+
+KeyMatch match_key(const KernelState& k, const LeafList& leaves, const Key& call,
+                   const uint64_t* entry, size_t nentry, bool explain) {
+  KeyMatch m;
+  KeyReader c(call.w, call.n), e(entry, nentry);
+  bool same = true;
+  uint32_t i = 0;
+  // Refused at leaf i: the leaves before it match; refused on an assumption alone, nearer.
+  auto refuse = [&](uint32_t param, const std::string& why, bool assumption = false) {
+    m.verdict = KeyMatch::Verdict::kRefused;
+    m.nearness = 2 * i + (assumption ? 1 : 0);
+    m.ones.clear();
+    if (explain) m.why = arg_text(k, param) + " " + why;
+    return m;
+  };
+  const uint32_t plain_i32[] = {
+      static_cast<uint32_t>(run_code(LeafKind::kScalar, DType::i32, SpecKey::kNone, 0)),
+      static_cast<uint32_t>(run_code(LeafKind::kScalar, DType::i32, SpecKey::kEmpty, 0))};
+  for (; i < leaves.n; ++i) {
+    const Leaf& l = leaves.leaves[i];
+    if (l.kind == LeafKind::kScalar || l.kind == LeafKind::kPointer) {
+      const uint32_t cc = c.code();
+      if (!e.next_is_code()) {
+        return refuse(l.param,
+                      "is a constexpr, a tuple or a descriptor there (the signature "
+                      "shows which), a runtime " +
+                          code_text(cc) + " in this call");
+      }
+      const uint32_t ec = e.code();
+      if ((cc & ~kCodeKeyMask) != (ec & ~kCodeKeyMask)) {
+        return refuse(l.param,
+                      "is " + code_text(ec) + " there, " + code_text(cc) + " in this call");
+      }
+      const uint32_t ck = (cc & kCodeKeyMask) >> kCodeKeyShift;
+      const uint32_t ek = (ec & kCodeKeyMask) >> kCodeKeyShift;
+      if (ek == static_cast<uint32_t>(SpecKey::kDiv16)) {
+        if (ck != ek) {
+          return refuse(l.param,
+                        std::string("is assumed ") +
+                            (l.kind == LeafKind::kPointer ? "16-byte aligned" : "divisible by 16") +
+                            " there (" + code_text(ec) + "), and this call's is not",
+                        true);
+        }
+        ++m.assumptions;
+      }
+      if (ck != ek) same = false;
+      continue;
+    }
+    const uint64_t* cw = nullptr;
+    const size_t cn = c.item(&cw);
+    const bool one = is_specialised_one(k, l);
+    if (one && e.next_is_code()) {
+      const uint32_t ec = e.code();
+      if (ec != plain_i32[0] && ec != plain_i32[1]) {
+        return refuse(l.param,
+                      "is 1 in this call, which Triton makes a constexpr; an entry "
+                      "serves that only as an i32 with no divisibility assumption, "
+                      "and this one's is " +
+                          code_text(ec),
+                      (ec & ~kCodeKeyMask) == (plain_i32[0] & ~kCodeKeyMask));
+      }
+      m.ones.push_back(i);
+      same = false;
+      continue;
+    }
+    const uint64_t* ew = nullptr;
+    const size_t en = e.item(&ew);
+    if (en == 0) {
+      if (e.next_is_code()) {
+        return refuse(l.param, "is a runtime " + code_text(e.code()) +
+                                   " there, a constexpr, a tuple or a descriptor in this call");
+      }
+      return refuse(l.param, "has no counterpart there (another signature)");
+    }
+    if (en != cn || std::memcmp(ew, cw, en * sizeof(uint64_t)) != 0) {
+      if (l.kind == LeafKind::kConstexpr && (ew[0] & 0xFFu) == (cw[0] & 0xFFu)) {
+        return refuse(l.param,
+                      one ? "is compiled in as another constexpr there, as 1 here"
+                          : "is compiled in as another constexpr value there",
+                      true);
+      }
+      return refuse(l.param, "is specialised as another kind of value there (another signature)");
+    }
+    if (one) ++m.assumptions;
+  }
+  if (!e.at_end()) {
+    return refuse(leaves.n == 0 ? 0 : leaves.leaves[leaves.n - 1].param,
+                  "is followed by more values there (another signature)");
+  }
+  m.verdict = same ? KeyMatch::Verdict::kExact : KeyMatch::Verdict::kServes;
+  return m;
+}
+
+std::vector<uint32_t> one_slots(const LeafList& leaves, const std::vector<uint32_t>& ones) {
+  std::vector<uint32_t> out;
+  uint32_t np = 0;
+  size_t j = 0;
+  for (uint32_t i = 0; i < leaves.n; ++i) {
+    const LeafKind kind = leaves.leaves[i].kind;
+    if (kind == LeafKind::kScalar || kind == LeafKind::kPointer) {
+      ++np;
+    } else if (j < ones.size() && ones[j] == i) {
+      out.push_back(np++);
+      ++j;
+    }
+  }
+  return out;
 }
 
 bool fast_key_and_pack(const KernelState& kernel, const ArgValue* args, Key& key, uint64_t* slots,
@@ -486,16 +729,18 @@ bool fast_key_and_pack_first(const KernelState& kernel, const ArgValue* args, si
     if (TE_LIKELY(!p.is_constexpr)) {
       switch (v.kind) {
         case ArgKind::kPointer:
-          if (TE_UNLIKELY(v.dtype == DType::invalid || (v.flags & kArgHostMemory) != 0)) return false;
+          if (TE_UNLIKELY(v.dtype == DType::invalid || (v.flags & kArgHostMemory) != 0))
+            return false;
           runtime_leaf(run_code(LeafKind::kPointer, v.dtype, int_key(v, p.specialize, p.align),
                                 p.is_const ? 1 : 0));
           *out++ = v.u;
           continue;
         case ArgKind::kInt:
           if (p.specialize && int_is_one(v)) break;  // a constexpr leaf, below
-          runtime_leaf(run_code(LeafKind::kScalar,
-                                v.big ? DType::u64 : (int_fits(DType::i32, v) ? DType::i32 : DType::i64),
-                                int_key(v, p.specialize, p.align), 0));
+          runtime_leaf(
+              run_code(LeafKind::kScalar,
+                       v.big ? DType::u64 : (int_fits(DType::i32, v) ? DType::i32 : DType::i64),
+                       int_key(v, p.specialize, p.align), 0));
           *out++ = v.u;
           continue;
         case ArgKind::kBool:
@@ -644,12 +889,18 @@ uint64_t pack_leaf(const KernelState& kernel, const Leaf& leaf) {
 
 std::string leaf_type_name(const Leaf& leaf) {
   switch (leaf.kind) {
-    case LeafKind::kConstexpr: return "constexpr";
-    case LeafKind::kScalar: return std::string(dtype_name(leaf.dtype));
-    case LeafKind::kPointer: return (leaf.is_const ? "*k" : "*") + std::string(dtype_name(leaf.dtype));
-    case LeafKind::kTupleBegin: return "(";
-    case LeafKind::kTupleEnd: return ")";
-    case LeafKind::kTensorDesc: return descriptor_type_name(leaf.dtype, leaf.count);
+    case LeafKind::kConstexpr:
+      return "constexpr";
+    case LeafKind::kScalar:
+      return std::string(dtype_name(leaf.dtype));
+    case LeafKind::kPointer:
+      return (leaf.is_const ? "*k" : "*") + std::string(dtype_name(leaf.dtype));
+    case LeafKind::kTupleBegin:
+      return "(";
+    case LeafKind::kTupleEnd:
+      return ")";
+    case LeafKind::kTensorDesc:
+      return descriptor_type_name(leaf.dtype, leaf.count);
   }
   return "?";
 }

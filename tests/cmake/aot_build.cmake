@@ -4,12 +4,14 @@
 #                WORK_DIR/aot.teb and tests/aot/te_calls.txt (through --python-path KERNELS)
 #                into WORK_DIR/te_calls.teb, lists both and merges them
 #   PART=errors  bad calls files and calls: the message, and no output file
+#   PART=fallback  builds tests/aot/fallback_calls.txt (generic `:any` entries next to
+#                specialised ones) for cuda:90 into WORK_DIR/fallback.teb
 # Inputs: TOOL, PART, SOURCE_DIR, BUILD_DIR, WORK_DIR, KERNELS (tests/kernels).
 
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 file(COPY "${SOURCE_DIR}/tests/aot/calls.txt" "${SOURCE_DIR}/tests/aot/te_calls.txt"
-     DESTINATION "${WORK_DIR}")
+     "${SOURCE_DIR}/tests/aot/fallback_calls.txt" DESTINATION "${WORK_DIR}")
 # Only --python-path may put tests/kernels on sys.path here.
 unset(ENV{TRITON_EMBED_PYTHONPATH})
 
@@ -121,7 +123,11 @@ elseif(PART STREQUAL "errors")
   # The calls file: checked whole before Python starts. Line numbers count comments, blank
   # lines and continued lines.
   fails("pykernels.vector:add_kernel *fp32 *fp32 *fp32 i32:8 1024\n"
-        "bad.txt:1: argument 4: 'i32:8': unknown specialisation ':8'; expected i32 (not divisible by 16) or i32:16 (divisible by 16)")
+        "bad.txt:1: argument 4: 'i32:8': unknown specialisation ':8'; expected i32 (not divisible by 16), i32:16 (divisible by 16) or i32:any (no assumption: serves every value)")
+  fails("pykernels.vector:add_kernel *fp32:none *fp32 *fp32 i32 1024\n"
+        "bad.txt:1: argument 1: '*fp32:none': unknown alignment ':none'; expected *fp32 or *fp32:16 (16-byte aligned), *fp32:unaligned or *fp32:any (no alignment assumption)")
+  fails("pykernels.vector:add_kernel *fp32 *fp32 *fp32 fp32:any 1024\n"
+        "bad.txt:1: argument 4: 'fp32:any': fp32 takes no ':' suffix; expected fp32")
   fails("# header\n\npykernels.vector:add_kernel *fp32 *fp32 \\\n    *fp32 i32 1024\nadd_kernel *fp32\n"
         "bad.txt:5: 'add_kernel' is not a kernel; expected MODULE:KERNEL or MODULE.KERNEL first (e.g. pykernels.vector:add_kernel)")
   fails("pykernels.vector:add_kernel *fp32 *fp32 *fp32 *fp99 1024\n"
@@ -187,6 +193,16 @@ kernel #0 pykernels.softmax.softmax_fwd_kernel: layers, outermost first
   if(left)
     message(FATAL_ERROR "a failed build left ${left} behind")
   endif()
+elseif(PART STREQUAL "fallback")
+  # `:any` compiles the entry with no assumption: no D on the pointer or the integer.
+  set(any "*fp32, n_elements: i32, BLOCK: constexpr = 1024)")
+  run(0 "fallback_calls.txt:5: cuda:90 ${add}(x_ptr: *fp16 D, y_ptr: *fp16 D, out_ptr: *fp16 D, n_elements: i32 D, BLOCK: constexpr = 1024)
+fallback_calls.txt:6: cuda:90 ${add}(${fp32x3}, n_elements: i32, BLOCK: constexpr = 1024)
+fallback_calls.txt:7: cuda:90 ${add}(x_ptr: *fp32 D, y_ptr: *fp32, out_ptr: ${any}
+fallback_calls.txt:8: cuda:90 ${add}(x_ptr: *fp32, y_ptr: *fp32 D, out_ptr: ${any}
+fallback_calls.txt:9: cuda:90 ${add}(x_ptr: *fp32, y_ptr: *fp32, out_ptr: ${any}
+wrote fallback.teb: 1 kernel, 5 entries, 0 records from 5 calls
+" build --target cuda:90 -o fallback.teb fallback_calls.txt)
 else()
-  message(FATAL_ERROR "PART must be build or errors, not '${PART}'")
+  message(FATAL_ERROR "PART must be build, errors or fallback, not '${PART}'")
 endif()

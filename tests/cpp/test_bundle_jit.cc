@@ -229,6 +229,15 @@ TEST_F(BundleJit, LoadedBundleServesMissesWithoutCompiling) {
       add.compile(te_bundle::kX, te_bundle::kY, te_bundle::kOut, 4096, 512);
   EXPECT_EQ(te::detail::testing::compile_count(), before + 1);
   for (const auto& kv : expected) EXPECT_NE(other.hash(), kv.second);
+  // So does one that a less specialised entry serves in a runtime-only program (n = 1, a
+  // constexpr, which the n_not_div16 entry takes as a plain i32): the exact specialisation, as
+  // Python compiles it.
+  const te::CompiledKernel& one =
+      add.compile(te_bundle::kX, te_bundle::kY, te_bundle::kOut, 1, 1024);
+  EXPECT_EQ(te::detail::testing::compile_count(), before + 2);
+  EXPECT_NE(one.signature().find("n_elements: constexpr = 1"), std::string::npos)
+      << one.signature();
+  for (const auto& kv : expected) EXPECT_NE(one.hash(), kv.second);
 }
 
 TEST_F(BundleJit, TunedChoicesFromABundleServeTheJit) {

@@ -12,7 +12,9 @@
 #include <set>
 #include <string>
 #include <type_traits>
+#include <vector>
 
+#include "alloc_counter.h"
 #include "argument_error_cases.h"
 #include "bundle_calls.h"
 #include "testing/testing.h"
@@ -342,9 +344,26 @@ TEST_F(RuntimeOnlyPtx, PtxOfAnOlderTargetServesANewerGpu) {
                       "code built for this GPU; TRITON_EMBED_BUNDLE_PTX=0 refuses PTX instead)\n"),
             std::string::npos)
       << said;
-  // PTX built for sm_90a uses features of that GPU only: it serves no other.
+  // n = 4096 (i32 D) on cuda:100: the same entry (n: i32, compiled with fewer assumptions)
+  // serves through its PTX, said once for both reasons.
   te::set_target(te::Target::parse("cuda:100"));
-  EXPECT_THROW(te_bundle::compile_call(add, "aligned"), te::NotInBundleError);
+  ::testing::internal::CaptureStderr();
+  const te::CompiledKernel& aligned = te_bundle::compile_call(add, "aligned");
+  const std::string said_less = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(aligned.hash(), expected.at("n_not_div16"));
+  EXPECT_TRUE(aligned.cubin().empty());
+  EXPECT_NE(
+      said_less.find(": no kernel bundle holds this specialisation for cuda:100; bundle " +
+                     te_bundle::dir() + "/ptx80.teb's cuda:80 entry " + std::string(k.signature()) +
+                     ", compiled with fewer assumptions, serves it through its PTX, which "
+                     "the CUDA driver compiles for this GPU (add an entry for this "
+                     "specialisation to launch code specialised to it; "
+                     "TRITON_EMBED_BUNDLE_STRICT=1 refuses less specialised entries "
+                     "instead)\n"),
+      std::string::npos)
+      << said_less;
+  // fp16: no entry serves it.
+  EXPECT_THROW(te_bundle::compile_call(add, "fp16_unaligned"), te::NotInBundleError);
 }
 
 // With the bundle `triton-embed-bundle build` compiled ahead of time from tests/aot/calls.txt
@@ -391,6 +410,229 @@ TEST_F(RuntimeOnlyAot, CallsResolveToTheBundlesKernelsForEveryTarget) {
   te::set_target(te::Target::parse("cuda:75"));
   EXPECT_THROW(te_bundle::compile_call(add, "aligned"), te::NotInBundleError);
 }
+// With the bundle bundle_aot_fallback builds from tests/aot/fallback_calls.txt, for cuda:90
+// (TRITON_EMBED_BUNDLE; CTest runs these as runtime_only_fallback): calls nobody listed
+// resolve to the most specialised entry compiled with fewer assumptions, or raise
+// NotInBundleError saying why none serves. Each test makes calls of its own: a key resolved
+// once stays in the process's cache.
+class RuntimeOnlyFallback : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    te::set_target(te::Target::parse("cuda:90"));
+    te::set_bundle_notice_callback([this](const te::BundleNotice& n) { notices.push_back(n); });
+  }
+  void TearDown() override {
+    te::set_bundle_notice_callback(nullptr);
+    te::set_target(std::nullopt);
+  }
+  // The signature of the entry the calling thread's last dry run resolved.
+  static std::string served() {
+    const te::CompiledKernel* k = te::detail::testing::last_dry_run_kernel();
+    return k != nullptr ? std::string(k->signature()) : "";
+  }
+  static std::string bundle() {
+    const char* b = std::getenv("TRITON_EMBED_BUNDLE");
+    return b != nullptr ? b : "";
+  }
+  std::vector<te::BundleNotice> notices;
+};
+
+// The entries of fallback_calls.txt, as their signatures read.
+std::string add_signature(const char* x, const char* y, const char* out, const char* n) {
+  return std::string("add_kernel(x_ptr: ") + x + ", y_ptr: " + y + ", out_ptr: " + out +
+         ", n_elements: " + n + ", BLOCK: constexpr = 1024)";
+}
+const std::string kFp16Div = add_signature("*fp16 D", "*fp16 D", "*fp16 D", "i32 D");
+const std::string kPlain = add_signature("*fp32 D", "*fp32 D", "*fp32 D", "i32");
+const std::string kOnlyX = add_signature("*fp32 D", "*fp32", "*fp32", "i32");
+const std::string kOnlyY = add_signature("*fp32", "*fp32 D", "*fp32", "i32");
+const std::string kGeneric = add_signature("*fp32", "*fp32", "*fp32", "i32");
+
+// fp32 pointers that are not 16-byte aligned, and aligned fp16 ones.
+const te::Pointer kXOdd(uintptr_t{0x10004}, te::DType::fp32);
+const te::Pointer kYOdd(uintptr_t{0x20004}, te::DType::fp32);
+const te::Pointer kOutOdd(uintptr_t{0x30004}, te::DType::fp32);
+const te::Pointer kHalfAligned(uintptr_t{0x40000}, te::DType::fp16);
+
+// The issue's example: the plain entry, compiled for n = 1000 (n: i32, no divisibility),
+// serves n = 4096 (i32 D) and n = 1 (a constexpr 1, packed as the runtime int 1), said once
+// per key; the next launch of a key is a plain cache hit (no search, allocation or notice).
+TEST_F(RuntimeOnlyFallback, APlainEntryServesDivisibleValuesAndOne) {
+  using te::detail::testing::dry_run;
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  uint64_t slots[8] = {};
+  // Its own specialisation: an exact entry, nothing said.
+  EXPECT_EQ(dry_run(add, slots, te_bundle::kX, te_bundle::kY, te_bundle::kOut, 1000, 1024), -5);
+  EXPECT_EQ(served(), kPlain);
+  EXPECT_TRUE(notices.empty());
+
+  EXPECT_EQ(dry_run(add, slots, te_bundle::kX, te_bundle::kY, te_bundle::kOut, 4096, 1024), -5);
+  EXPECT_EQ(served(), kPlain);
+  EXPECT_EQ(slots[3], 4096u);
+  ASSERT_EQ(notices.size(), 1u);
+  const te::BundleNotice& n = notices[0];
+  EXPECT_EQ(n.kernel, "pykernels.vector.add_kernel");
+  EXPECT_EQ(n.asked, add_signature("*fp32 D", "*fp32 D", "*fp32 D", "i32 D"));
+  EXPECT_EQ(n.served, kPlain);
+  EXPECT_EQ(n.target, "cuda:90");
+  EXPECT_EQ(n.entry_target, "cuda:90");
+  EXPECT_EQ(n.bundle, bundle());
+  EXPECT_TRUE(n.less_specialised);
+  EXPECT_FALSE(n.ptx);
+  EXPECT_EQ(n.message, "triton_embed: pykernels.vector.add_kernel as " + n.asked +
+                           ": no kernel bundle holds this specialisation for cuda:90; bundle " +
+                           bundle() + "'s cuda:90 entry " + kPlain +
+                           ", compiled with fewer assumptions, serves it (add an entry for this "
+                           "specialisation to launch code specialised to it; "
+                           "TRITON_EMBED_BUNDLE_STRICT=1 refuses less specialised entries "
+                           "instead)\n");
+
+  // n = 1: Triton makes it a constexpr; the entry takes n as an i32, so 1 is packed for it.
+  EXPECT_EQ(dry_run(add, slots, te_bundle::kX, te_bundle::kY, te_bundle::kOut, 1, 1024), -5);
+  EXPECT_EQ(served(), kPlain);
+  EXPECT_EQ(slots[0], 0x10000u);
+  EXPECT_EQ(slots[1], 0x20000u);
+  EXPECT_EQ(slots[2], 0x30000u);
+  EXPECT_EQ(slots[3], 1u);
+  ASSERT_EQ(notices.size(), 2u);
+  EXPECT_EQ(notices[1].asked, add_signature("*fp32 D", "*fp32 D", "*fp32 D", "constexpr = 1"));
+  EXPECT_EQ(add.compile(te_bundle::kX, te_bundle::kY, te_bundle::kOut, 1, 1024).signature(),
+            kPlain);
+
+  // Memoised: both keys are plain cache hits now.
+  for (int round = 0; round < 2; ++round) {
+    uint64_t one[8] = {}, div[8] = {};
+    int n_one = 0, n_div = 0;
+    {
+      te_test::CountAllocations allocations;
+      n_one = dry_run(add, one, te_bundle::kX, te_bundle::kY, te_bundle::kOut, 1, 1024);
+      n_div = dry_run(add, div, te_bundle::kX, te_bundle::kY, te_bundle::kOut, 4096, 1024);
+      EXPECT_EQ(allocations.count(), 0u);
+    }
+    EXPECT_EQ(n_one, 4);
+    EXPECT_EQ(n_div, 4);
+    EXPECT_EQ(one[3], 1u);
+    EXPECT_EQ(div[3], 4096u);
+    // Named arguments: the same entry, the same packing.
+    using namespace te::literals;
+    uint64_t named[8] = {};
+    EXPECT_EQ(dry_run(add, named, te_bundle::kX, te_bundle::kY, te_bundle::kOut, "n_elements"_a = 1,
+                      "BLOCK"_a = 1024),
+              4);
+    EXPECT_EQ(std::vector<uint64_t>(named, named + 4), std::vector<uint64_t>(one, one + 4));
+  }
+  EXPECT_EQ(notices.size(), 2u);
+}
+
+// Among several entries that serve a call, the one with the most assumptions; of equally
+// specialised ones, the first in the bundle. Aligned pointers are served by entries compiled
+// with no alignment assumption for them.
+TEST_F(RuntimeOnlyFallback, TheMostSpecialisedEntryServesAndTiesGoToTheFirst) {
+  using te::detail::testing::dry_run;
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  uint64_t slots[8] = {};
+  // out unaligned: the plain entry assumes it aligned; "x aligned only" and "y aligned only"
+  // keep one assumption each (x and y are both aligned here): the first listed serves.
+  EXPECT_EQ(dry_run(add, slots, te_bundle::kX, te_bundle::kY, kOutOdd, 1000, 1024), -5);
+  EXPECT_EQ(served(), kOnlyX);
+  EXPECT_EQ(slots[2], 0x30004u);
+  // x unaligned: only "y aligned only" and the generic entry serve; the first assumes more.
+  EXPECT_EQ(dry_run(add, slots, kXOdd, te_bundle::kY, te_bundle::kOut, 4096, 1024), -5);
+  EXPECT_EQ(served(), kOnlyY);
+  EXPECT_EQ(slots[0], 0x10004u);
+  EXPECT_EQ(slots[3], 4096u);
+  // Nothing aligned, n = 1: the generic entry, with 1 packed for n.
+  EXPECT_EQ(dry_run(add, slots, kXOdd, kYOdd, kOutOdd, 1, 1024), -5);
+  EXPECT_EQ(served(), kGeneric);
+  EXPECT_EQ(std::vector<uint64_t>(slots, slots + 4),
+            (std::vector<uint64_t>{0x10004, 0x20004, 0x30004, 1}));
+  ASSERT_EQ(notices.size(), 3u);
+  EXPECT_EQ(notices[0].served, kOnlyX);
+  EXPECT_EQ(notices[1].served, kOnlyY);
+  EXPECT_EQ(notices[2].served, kGeneric);
+}
+
+// What the rules do not cover raises NotInBundleError, which says for the nearest entries why
+// each does not serve.
+TEST_F(RuntimeOnlyFallback, WhatNoEntryServesRaisesNotInBundleErrorSayingWhy) {
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  const std::string b = " (" + bundle() + ")\n    does not serve this call: ";
+  // n = 1000 for fp16: the fp16 entry assumes n divisible by 16.
+  EXPECT_EQ(message_of<te::NotInBundleError>(
+                [&] { add.compile(kHalfAligned, kHalfAligned, kHalfAligned, 1000, 1024); }),
+            "pykernels.vector.add_kernel specialised as " +
+                add_signature("*fp16 D", "*fp16 D", "*fp16 D", "i32") +
+                " for cuda:90 is in no kernel bundle (the loaded bundles hold 5 entries of it, "
+                "e.g.:\n  cuda:90: " +
+                kFp16Div + b +
+                "argument #3 'n_elements' is assumed divisible by 16 there (i32 D), and this "
+                "call's is not\n  cuda:90: " +
+                kPlain + b +
+                "argument #0 'x_ptr' is *fp32 D there, *fp16 D in this call\n  cuda:90: " + kOnlyX +
+                b +
+                "argument #0 'x_ptr' is *fp32 D there, *fp16 D in this call)\nthis program links "
+                "triton_embed::runtime only, which compiles nothing: link "
+                "triton_embed::triton_embed to compile it with Triton on first use, or build a "
+                "kernel bundle that holds this specialisation");
+  auto why = [&](auto&& call) {
+    const std::string m = message_of<te::NotInBundleError>(call);
+    const size_t at = m.find(b);
+    return at == std::string::npos
+               ? m
+               : m.substr(at + b.size(), m.find('\n', at + b.size()) - at - b.size());
+  };
+  // An entry that assumes alignment does not serve an unaligned pointer.
+  EXPECT_EQ(why([&] { add.compile(te_bundle::kHalf, kHalfAligned, kHalfAligned, 4096, 1024); }),
+            "argument #0 'x_ptr' is assumed 16-byte aligned there (*fp16 D), and this call's is "
+            "not");
+  // Nor does one that assumes n divisible by 16 serve n = 1.
+  EXPECT_EQ(why([&] { add.compile(kHalfAligned, kHalfAligned, kHalfAligned, 1, 1024); }),
+            "argument #3 'n_elements' is 1 in this call, which Triton makes a constexpr; an "
+            "entry serves that only as an i32 with no divisibility assumption, and this one's is "
+            "i32 D");
+  // Constexprs, types and options must be the same.
+  EXPECT_EQ(why([&] { add.compile(te_bundle::kX, te_bundle::kY, te_bundle::kOut, 1000, 512); }),
+            "argument #4 'BLOCK' is compiled in as another constexpr value there");
+  EXPECT_EQ(why([&] {
+              add.compile(te_bundle::kX, te_bundle::kY, te_bundle::kOut, (int64_t{1} << 33) + 1,
+                          1024);
+            }),
+            "argument #3 'n_elements' is i32 there, i64 in this call");
+  EXPECT_EQ(why([&] {
+              add.with_options(te::Options().num_warps(8))
+                  .compile(te_bundle::kX, te_bundle::kY, te_bundle::kOut, 1000, 1024);
+            }),
+            "it is compiled with other options");
+  // Another target: its entries are for cuda:90, which does not run on cuda:80.
+  te::set_target(te::Target::parse("cuda:80"));
+  EXPECT_EQ(why([&] { add.compile(te_bundle::kX, te_bundle::kY, te_bundle::kOut, 1000, 1024); }),
+            "it is built for cuda:90, which does not run on cuda:80");
+  EXPECT_TRUE(notices.empty());
+}
+
+// TRITON_EMBED_BUNDLE_STRICT=1 (runtime_only_fallback_strict): exact entries only, as before
+// issue 21; the error says which entry would have served.
+class RuntimeOnlyFallbackStrict : public RuntimeOnlyFallback {};
+
+TEST_F(RuntimeOnlyFallbackStrict, OnlyExactEntriesServe) {
+  using te::detail::testing::dry_run;
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  uint64_t slots[8] = {};
+  EXPECT_EQ(dry_run(add, slots, te_bundle::kX, te_bundle::kY, te_bundle::kOut, 1000, 1024), -5);
+  EXPECT_EQ(served(), kPlain);
+  for (int n : {4096, 1}) {
+    const std::string m = message_of<te::NotInBundleError>(
+        [&] { add.compile(te_bundle::kX, te_bundle::kY, te_bundle::kOut, n, 1024); });
+    EXPECT_NE(m.find("(the loaded bundles hold 5 entries of it, e.g.:\n  cuda:90: " + kPlain +
+                     " (" + bundle() +
+                     ")\n    serves this call with fewer assumptions, but "
+                     "TRITON_EMBED_BUNDLE_STRICT=1 allows exact entries only\n"),
+              std::string::npos)
+        << m;
+  }
+  EXPECT_TRUE(notices.empty());
+}
+
 #ifdef TE_EMBEDDED_BUNDLE
 // Built as test_runtime_only_embedded, which carries the recorded bundle
 // (triton_embed_embed_bundle). It loads before main and before this file's static objects.
@@ -405,8 +647,9 @@ TEST(RuntimeOnlyEmbedded, TheEmbeddedBundleServesStaticObjects) {
 }
 
 TEST(RuntimeOnlyEmbedded, EmbeddedBundlesComeBeforeTritonEmbedBundle) {
-  // A miss lists the entries of every loaded bundle, the first loaded first: the embedded
-  // one's, under the name it was embedded with; the file's (4 more) only with the variable.
+  // A miss lists the entries of every loaded bundle, the nearest first and of equally near
+  // ones the first loaded first: the embedded one's, under the name it was embedded with; the
+  // file's (4 more) only with the variable, each after the embedded copy.
   const bool env = std::getenv("TRITON_EMBED_BUNDLE") != nullptr;
   te::set_target(te::Target::parse("cuda:90"));
   const std::string m = message_of<te::NotInBundleError>(
@@ -415,8 +658,11 @@ TEST(RuntimeOnlyEmbedded, EmbeddedBundlesComeBeforeTritonEmbedBundle) {
   const std::string head = std::string("(the loaded bundles hold ") + (env ? "8" : "4") +
                            " entries of it, e.g.:\n  cuda:90: add_kernel(";
   EXPECT_NE(m.find(head), std::string::npos) << m;
-  EXPECT_NE(m.find(") (" TE_EMBEDDED_BUNDLE ")\n"), std::string::npos) << m;
-  EXPECT_EQ(m.find("/record.teb)"), std::string::npos) << m;
+  const size_t first = m.find(") (", m.find(head));
+  const std::string embedded = ") (" TE_EMBEDDED_BUNDLE ")\n";
+  EXPECT_EQ(m.compare(first, embedded.size(), embedded), 0) << m;
+  EXPECT_EQ(m.find("/record.teb)") != std::string::npos, env) << m;
+  EXPECT_LT(m.find(embedded), m.find("/record.teb)")) << m;
 }
 #endif
 
