@@ -1,5 +1,6 @@
 #pragma once
 
+// clang-format off
 /*! \file
  *  \brief How C++ values become Triton kernel arguments.
  *
@@ -30,6 +31,7 @@
  *             triton_embed::i64(n), 1024);
  *  \endcode
  */
+// clang-format on
 
 #include <cstdint>
 #include <cstring>
@@ -41,7 +43,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "triton_embed/detail/arg_value.h"
+#include "triton_embed/arg_value.h"
 #include "triton_embed/dtype.h"
 
 namespace triton_embed {
@@ -56,8 +58,7 @@ struct Pointer {
   DType dtype = DType::invalid;
   constexpr Pointer() = default;
   constexpr Pointer(uint64_t addr, DType t) : address(addr), dtype(t) {}
-  Pointer(const volatile void* p, DType t)
-      : address(reinterpret_cast<uintptr_t>(p)), dtype(t) {}
+  Pointer(const volatile void* p, DType t) : address(reinterpret_cast<uintptr_t>(p)), dtype(t) {}
 };
 
 /*! \brief A scalar with a forced Triton type, as a parameter annotation would give it.
@@ -103,14 +104,38 @@ inline Scalar make_float_scalar(DType t, double v) {
 }  // namespace detail
 
 /*! \brief Forced integer types (checked against the type's range at launch). */
-template <class T> inline Scalar i8(T v) { return detail::make_int_scalar(DType::i8, v); }
-template <class T> inline Scalar i16(T v) { return detail::make_int_scalar(DType::i16, v); }
-template <class T> inline Scalar i32(T v) { return detail::make_int_scalar(DType::i32, v); }
-template <class T> inline Scalar i64(T v) { return detail::make_int_scalar(DType::i64, v); }
-template <class T> inline Scalar u8(T v) { return detail::make_int_scalar(DType::u8, v); }
-template <class T> inline Scalar u16(T v) { return detail::make_int_scalar(DType::u16, v); }
-template <class T> inline Scalar u32(T v) { return detail::make_int_scalar(DType::u32, v); }
-template <class T> inline Scalar u64(T v) { return detail::make_int_scalar(DType::u64, v); }
+template <class T>
+inline Scalar i8(T v) {
+  return detail::make_int_scalar(DType::i8, v);
+}
+template <class T>
+inline Scalar i16(T v) {
+  return detail::make_int_scalar(DType::i16, v);
+}
+template <class T>
+inline Scalar i32(T v) {
+  return detail::make_int_scalar(DType::i32, v);
+}
+template <class T>
+inline Scalar i64(T v) {
+  return detail::make_int_scalar(DType::i64, v);
+}
+template <class T>
+inline Scalar u8(T v) {
+  return detail::make_int_scalar(DType::u8, v);
+}
+template <class T>
+inline Scalar u16(T v) {
+  return detail::make_int_scalar(DType::u16, v);
+}
+template <class T>
+inline Scalar u32(T v) {
+  return detail::make_int_scalar(DType::u32, v);
+}
+template <class T>
+inline Scalar u64(T v) {
+  return detail::make_int_scalar(DType::u64, v);
+}
 /*! \brief A forced u1 (bool) scalar. */
 inline Scalar u1(bool v) { return detail::make_int_scalar(DType::u1, static_cast<int>(v)); }
 /*! \brief Forced floating-point types (converted as Triton's launcher converts). */
@@ -144,18 +169,30 @@ inline constexpr bool dependent_false = false;
 template <class T>
 constexpr DType arithmetic_dtype() {
   using U = std::remove_cv_t<T>;
-  if constexpr (std::is_same_v<U, bool>) return DType::u1;
-  else if constexpr (std::is_same_v<U, float>) return DType::fp32;
-  else if constexpr (std::is_same_v<U, double>) return DType::fp64;
-  else if constexpr (std::is_integral_v<U> && std::is_signed_v<U> && sizeof(U) == 1) return DType::i8;
-  else if constexpr (std::is_integral_v<U> && std::is_signed_v<U> && sizeof(U) == 2) return DType::i16;
-  else if constexpr (std::is_integral_v<U> && std::is_signed_v<U> && sizeof(U) == 4) return DType::i32;
-  else if constexpr (std::is_integral_v<U> && std::is_signed_v<U> && sizeof(U) == 8) return DType::i64;
-  else if constexpr (std::is_integral_v<U> && std::is_unsigned_v<U> && sizeof(U) == 1) return DType::u8;
-  else if constexpr (std::is_integral_v<U> && std::is_unsigned_v<U> && sizeof(U) == 2) return DType::u16;
-  else if constexpr (std::is_integral_v<U> && std::is_unsigned_v<U> && sizeof(U) == 4) return DType::u32;
-  else if constexpr (std::is_integral_v<U> && std::is_unsigned_v<U> && sizeof(U) == 8) return DType::u64;
-  else return DType::invalid;
+  if constexpr (std::is_same_v<U, bool>)
+    return DType::u1;
+  else if constexpr (std::is_same_v<U, float>)
+    return DType::fp32;
+  else if constexpr (std::is_same_v<U, double>)
+    return DType::fp64;
+  else if constexpr (std::is_integral_v<U> && std::is_signed_v<U> && sizeof(U) == 1)
+    return DType::i8;
+  else if constexpr (std::is_integral_v<U> && std::is_signed_v<U> && sizeof(U) == 2)
+    return DType::i16;
+  else if constexpr (std::is_integral_v<U> && std::is_signed_v<U> && sizeof(U) == 4)
+    return DType::i32;
+  else if constexpr (std::is_integral_v<U> && std::is_signed_v<U> && sizeof(U) == 8)
+    return DType::i64;
+  else if constexpr (std::is_integral_v<U> && std::is_unsigned_v<U> && sizeof(U) == 1)
+    return DType::u8;
+  else if constexpr (std::is_integral_v<U> && std::is_unsigned_v<U> && sizeof(U) == 2)
+    return DType::u16;
+  else if constexpr (std::is_integral_v<U> && std::is_unsigned_v<U> && sizeof(U) == 4)
+    return DType::u32;
+  else if constexpr (std::is_integral_v<U> && std::is_unsigned_v<U> && sizeof(U) == 8)
+    return DType::u64;
+  else
+    return DType::invalid;
 }
 
 }  // namespace detail
@@ -164,8 +201,8 @@ constexpr DType arithmetic_dtype() {
  *  it for your own element types (\c <triton_embed/cuda_types.h> does so for \c __half,
  *  \c __nv_bfloat16 and the fp8 types).
  *  \code
- *  template <> struct triton_embed::ElementType<my_half> { static constexpr DType value = DType::fp16; };
- *  \endcode */
+ *  template <> struct triton_embed::ElementType<my_half> { static constexpr DType value =
+ * DType::fp16; }; \endcode */
 template <class T, class Enable = void>
 struct ElementType {
   static constexpr DType value = detail::arithmetic_dtype<T>();
@@ -207,7 +244,7 @@ constexpr size_t nested_slots() {
  *
  *  A specialisation provides \c kNested (extra slots for nested values) and
  *  \code
- *  static void fill(const T& v, detail::ArgValue& out, detail::ArgValue*& nested);
+ *  static void fill(const T& v, ArgValue& out, ArgValue*& nested);
  *  \endcode
  */
 template <class T, class Enable>
@@ -226,8 +263,8 @@ struct ArgTraits {
 template <>
 struct ArgTraits<bool> {
   static constexpr size_t kNested = 0;
-  static void fill(bool v, detail::ArgValue& out, detail::ArgValue*&) {
-    out = detail::ArgValue{};
+  static void fill(bool v, ArgValue& out, ArgValue*&) {
+    out = ArgValue{};
     out.kind = detail::ArgKind::kBool;
     out.i = v ? 1 : 0;
   }
@@ -237,8 +274,8 @@ template <class T>
 struct ArgTraits<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool> &&
                                      !detail::is_char_type_v<T>>> {
   static constexpr size_t kNested = 0;
-  static void fill(T v, detail::ArgValue& out, detail::ArgValue*&) {
-    out = detail::ArgValue{};
+  static void fill(T v, ArgValue& out, ArgValue*&) {
+    out = ArgValue{};
     out.kind = detail::ArgKind::kInt;
     if constexpr (std::is_unsigned_v<T>) {
       if (static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
@@ -265,8 +302,8 @@ struct ArgTraits<T, std::enable_if_t<std::is_floating_point_v<T>>> {
                 "triton_embed: long double has no Triton type; use double (passed as fp32 "
                 "like a Python float) or triton_embed::fp64(v).");
   static constexpr size_t kNested = 0;
-  static void fill(T v, detail::ArgValue& out, detail::ArgValue*&) {
-    out = detail::ArgValue{};
+  static void fill(T v, ArgValue& out, ArgValue*&) {
+    out = ArgValue{};
     out.kind = detail::ArgKind::kFloat;
     out.f = static_cast<double>(v);
   }
@@ -283,8 +320,8 @@ struct ArgTraits<T*, std::enable_if_t<!detail::is_char_type_v<T>>> {
                 "type. Use triton_embed::Pointer(ptr, DType) for other element types "
                 "(include <triton_embed/cuda_types.h> for __half, __nv_bfloat16, fp8).");
   static constexpr size_t kNested = 0;
-  static void fill(const T* p, detail::ArgValue& out, detail::ArgValue*&) {
-    out = detail::ArgValue{};
+  static void fill(const T* p, ArgValue& out, ArgValue*&) {
+    out = ArgValue{};
     out.kind = detail::ArgKind::kPointer;
     out.dtype = detail::dtype_of<T>();
     out.u = reinterpret_cast<uintptr_t>(p);
@@ -294,8 +331,8 @@ struct ArgTraits<T*, std::enable_if_t<!detail::is_char_type_v<T>>> {
 template <>
 struct ArgTraits<Pointer> {
   static constexpr size_t kNested = 0;
-  static void fill(const Pointer& p, detail::ArgValue& out, detail::ArgValue*&) {
-    out = detail::ArgValue{};
+  static void fill(const Pointer& p, ArgValue& out, ArgValue*&) {
+    out = ArgValue{};
     out.kind = detail::ArgKind::kPointer;
     out.dtype = p.dtype;
     out.u = p.address;
@@ -305,8 +342,8 @@ struct ArgTraits<Pointer> {
 template <>
 struct ArgTraits<Scalar> {
   static constexpr size_t kNested = 0;
-  static void fill(const Scalar& s, detail::ArgValue& out, detail::ArgValue*&) {
-    out = detail::ArgValue{};
+  static void fill(const Scalar& s, ArgValue& out, ArgValue*&) {
+    out = ArgValue{};
     out.kind = detail::ArgKind::kScalar;
     out.dtype = s.type;
     out.big = s.big ? 1 : 0;
@@ -317,8 +354,8 @@ struct ArgTraits<Scalar> {
 template <>
 struct ArgTraits<DType> {
   static constexpr size_t kNested = 0;
-  static void fill(DType t, detail::ArgValue& out, detail::ArgValue*&) {
-    out = detail::ArgValue{};
+  static void fill(DType t, ArgValue& out, ArgValue*&) {
+    out = ArgValue{};
     out.kind = detail::ArgKind::kDType;
     out.dtype = t;
   }
@@ -327,8 +364,8 @@ struct ArgTraits<DType> {
 template <>
 struct ArgTraits<std::nullptr_t> {
   static constexpr size_t kNested = 0;
-  static void fill(std::nullptr_t, detail::ArgValue& out, detail::ArgValue*&) {
-    out = detail::ArgValue{};
+  static void fill(std::nullptr_t, ArgValue& out, ArgValue*&) {
+    out = ArgValue{};
     out.kind = detail::ArgKind::kNone;
   }
 };
@@ -336,8 +373,8 @@ struct ArgTraits<std::nullptr_t> {
 template <>
 struct ArgTraits<std::nullopt_t> {
   static constexpr size_t kNested = 0;
-  static void fill(std::nullopt_t, detail::ArgValue& out, detail::ArgValue*&) {
-    out = detail::ArgValue{};
+  static void fill(std::nullopt_t, ArgValue& out, ArgValue*&) {
+    out = ArgValue{};
     out.kind = detail::ArgKind::kNone;
   }
 };
@@ -345,11 +382,11 @@ struct ArgTraits<std::nullopt_t> {
 template <class T>
 struct ArgTraits<std::optional<T>> {
   static constexpr size_t kNested = detail::nested_slots<T>();
-  static void fill(const std::optional<T>& v, detail::ArgValue& out, detail::ArgValue*& nested) {
+  static void fill(const std::optional<T>& v, ArgValue& out, ArgValue*& nested) {
     if (v.has_value()) {
       ArgTraits<std::decay_t<T>>::fill(*v, out, nested);
     } else {
-      out = detail::ArgValue{};
+      out = ArgValue{};
       out.kind = detail::ArgKind::kNone;
     }
   }
@@ -367,7 +404,7 @@ inline void fill_str(const char* s, size_t n, ArgValue& out) {
 template <>
 struct ArgTraits<const char*> {
   static constexpr size_t kNested = 0;
-  static void fill(const char* s, detail::ArgValue& out, detail::ArgValue*&) {
+  static void fill(const char* s, ArgValue& out, ArgValue*&) {
     detail::fill_str(s, std::strlen(s), out);
   }
 };
@@ -377,7 +414,7 @@ struct ArgTraits<char*> : ArgTraits<const char*> {};
 template <>
 struct ArgTraits<std::string_view> {
   static constexpr size_t kNested = 0;
-  static void fill(std::string_view s, detail::ArgValue& out, detail::ArgValue*&) {
+  static void fill(std::string_view s, ArgValue& out, ArgValue*&) {
     detail::fill_str(s.data(), s.size(), out);
   }
 };
@@ -385,7 +422,7 @@ struct ArgTraits<std::string_view> {
 template <>
 struct ArgTraits<std::string> {
   static constexpr size_t kNested = 0;
-  static void fill(const std::string& s, detail::ArgValue& out, detail::ArgValue*&) {
+  static void fill(const std::string& s, ArgValue& out, ArgValue*&) {
     detail::fill_str(s.data(), s.size(), out);
   }
 };
@@ -393,10 +430,10 @@ struct ArgTraits<std::string> {
 template <class T>
 struct ArgTraits<Constexpr<T>> {
   static constexpr size_t kNested = 1 + detail::nested_slots<T>();
-  static void fill(const Constexpr<T>& c, detail::ArgValue& out, detail::ArgValue*& nested) {
-    detail::ArgValue* inner = nested++;
+  static void fill(const Constexpr<T>& c, ArgValue& out, ArgValue*& nested) {
+    ArgValue* inner = nested++;
     ArgTraits<std::decay_t<T>>::fill(c.value, *inner, nested);
-    out = detail::ArgValue{};
+    out = ArgValue{};
     out.kind = detail::ArgKind::kConstexpr;
     out.elems = inner;
   }
@@ -420,7 +457,7 @@ void fill_tuple(const Tuple& t, ArgValue& out, ArgValue*& nested, std::index_seq
 template <class... Ts>
 struct ArgTraits<std::tuple<Ts...>> {
   static constexpr size_t kNested = (sizeof...(Ts) + ... + detail::nested_slots<Ts>());
-  static void fill(const std::tuple<Ts...>& t, detail::ArgValue& out, detail::ArgValue*& nested) {
+  static void fill(const std::tuple<Ts...>& t, ArgValue& out, ArgValue*& nested) {
     detail::fill_tuple(t, out, nested, std::index_sequence_for<Ts...>{});
   }
 };
@@ -428,7 +465,7 @@ struct ArgTraits<std::tuple<Ts...>> {
 template <class A, class B>
 struct ArgTraits<std::pair<A, B>> {
   static constexpr size_t kNested = 2 + detail::nested_slots<A>() + detail::nested_slots<B>();
-  static void fill(const std::pair<A, B>& t, detail::ArgValue& out, detail::ArgValue*& nested) {
+  static void fill(const std::pair<A, B>& t, ArgValue& out, ArgValue*& nested) {
     detail::fill_tuple(t, out, nested, std::index_sequence<0, 1>{});
   }
 };

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "triton_embed/detail/arg_value.h"
+#include "triton_embed/arg_value.h"
 #include "triton_embed/detail/export.h"
 
 namespace triton_embed {

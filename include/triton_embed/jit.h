@@ -320,9 +320,9 @@ class TRITON_EMBED_API JitFunction {
 template <>
 struct ArgTraits<JitFunction> {
   static constexpr size_t kNested = 0;
-  static void fill(const JitFunction& f, detail::ArgValue& out, detail::ArgValue*&) {
-    out = detail::ArgValue{};
-    out.kind = detail::ArgKind::kJitFunction;
+  static void fill(const JitFunction& f, ArgValue& out, ArgValue*&) {
+    out = ArgValue{};
+    out.kind = ArgKind::kJitFunction;
     out.ptr = f.state();
   }
 };

@@ -44,10 +44,10 @@ inline constexpr bool dependent_false_desc = false;
  *  from; guarded by a spin flag (launches on several threads may share a descriptor). */
 struct alignas(64) TensorMapCache {
   static constexpr int kInputWords = 24;
-  unsigned char map[128];           //!< the CUtensorMap (128 bytes, 64-byte aligned)
-  uint64_t input[kInputWords];      //!< the encoding's inputs (src/core/tensor_map.cc)
-  const void* layout = nullptr;     //!< the kernel's descriptor layout it was last packed for
-  uint64_t version = 0;             //!< the descriptor's version() then
+  unsigned char map[128];        //!< the CUtensorMap (128 bytes, 64-byte aligned)
+  uint64_t input[kInputWords];   //!< the encoding's inputs (src/core/tensor_map.cc)
+  const void* layout = nullptr;  //!< the kernel's descriptor layout it was last packed for
+  uint64_t version = 0;          //!< the descriptor's version() then
   bool valid = false;
   std::atomic<bool> busy{false};
   //! The descriptor's version() whose fields passed Triton's checks, and the specialisation
@@ -78,8 +78,9 @@ struct TensorDescriptorSource {
  *  and the argument named, as the block shape may change after creation (what an autotune
  *  pre-hook does in Python).
  *  \code
- *  triton_embed::TensorDescriptor d(ptr, triton_embed::DType::bf16, {1024, 512}, {512, 1}, {64, 64});
- *  d.set_block_shape({128, 64});   // a new specialisation: compiles once, then cached
+ *  namespace te = triton_embed;
+ *  te::TensorDescriptor d(ptr, te::DType::bf16, {1024, 512}, {512, 1}, {64, 64});
+ *  d.set_block_shape({128, 64});  // a new specialisation: compiles once, then cached
  *  \endcode
  */
 class TRITON_EMBED_API TensorDescriptor {
@@ -109,8 +110,7 @@ class TRITON_EMBED_API TensorDescriptor {
   static TensorDescriptor from_tensor(const Tensor& t, Dims block_shape,
                                       Padding padding = Padding::kZero,
                                       bool round_f32_to_tf32 = false) {
-    return detail::TensorDescriptorSource<Tensor>::make(t, block_shape, padding,
-                                                        round_f32_to_tf32);
+    return detail::TensorDescriptorSource<Tensor>::make(t, block_shape, padding, round_f32_to_tf32);
   }
 
   /*! \brief Copies the fields; the copy encodes its own \c CUtensorMap when first launched. */
@@ -174,9 +174,9 @@ class TRITON_EMBED_API TensorDescriptor {
 template <>
 struct ArgTraits<TensorDescriptor> {
   static constexpr size_t kNested = 0;
-  static void fill(const TensorDescriptor& d, detail::ArgValue& out, detail::ArgValue*&) {
-    out = detail::ArgValue{};
-    out.kind = detail::ArgKind::kTensorDesc;
+  static void fill(const TensorDescriptor& d, ArgValue& out, ArgValue*&) {
+    out = ArgValue{};
+    out.kind = ArgKind::kTensorDesc;
     out.dtype = d.dtype();
     out.flags = d.arg_flags();
     out.ptr = &d;

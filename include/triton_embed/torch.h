@@ -1,5 +1,6 @@
 #pragma once
 
+// clang-format off
 /*! \file
  *  \brief Torch tensors and scalars as kernel arguments (target \c triton_embed::torch, or
  *  \c triton_embed::torch_runtime without Python).
@@ -37,6 +38,7 @@
  *  \c triton_embed::torch_runtime (the runtime and libtorch, no Python: kernels come from
  *  bundles, and a CPU tensor raises NotSupportedError).
  */
+// clang-format on
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Scalar.h>
@@ -64,24 +66,42 @@ namespace triton_embed {
  *  \endcode */
 constexpr DType triton_dtype(c10::ScalarType t) noexcept {
   switch (t) {
-    case c10::ScalarType::Bool: return DType::u1;
-    case c10::ScalarType::Byte: return DType::u8;
-    case c10::ScalarType::Char: return DType::i8;
-    case c10::ScalarType::Short: return DType::i16;
-    case c10::ScalarType::Int: return DType::i32;
-    case c10::ScalarType::Long: return DType::i64;
-    case c10::ScalarType::UInt16: return DType::u16;
-    case c10::ScalarType::UInt32: return DType::u32;
-    case c10::ScalarType::UInt64: return DType::u64;
-    case c10::ScalarType::Half: return DType::fp16;
-    case c10::ScalarType::BFloat16: return DType::bf16;
-    case c10::ScalarType::Float: return DType::fp32;
-    case c10::ScalarType::Double: return DType::fp64;
-    case c10::ScalarType::Float8_e4m3fn: return DType::fp8e4nv;
-    case c10::ScalarType::Float8_e5m2: return DType::fp8e5;
-    case c10::ScalarType::Float8_e4m3fnuz: return DType::fp8e4b8;
-    case c10::ScalarType::Float8_e5m2fnuz: return DType::fp8e5b16;
-    default: return DType::invalid;
+    case c10::ScalarType::Bool:
+      return DType::u1;
+    case c10::ScalarType::Byte:
+      return DType::u8;
+    case c10::ScalarType::Char:
+      return DType::i8;
+    case c10::ScalarType::Short:
+      return DType::i16;
+    case c10::ScalarType::Int:
+      return DType::i32;
+    case c10::ScalarType::Long:
+      return DType::i64;
+    case c10::ScalarType::UInt16:
+      return DType::u16;
+    case c10::ScalarType::UInt32:
+      return DType::u32;
+    case c10::ScalarType::UInt64:
+      return DType::u64;
+    case c10::ScalarType::Half:
+      return DType::fp16;
+    case c10::ScalarType::BFloat16:
+      return DType::bf16;
+    case c10::ScalarType::Float:
+      return DType::fp32;
+    case c10::ScalarType::Double:
+      return DType::fp64;
+    case c10::ScalarType::Float8_e4m3fn:
+      return DType::fp8e4nv;
+    case c10::ScalarType::Float8_e5m2:
+      return DType::fp8e5;
+    case c10::ScalarType::Float8_e4m3fnuz:
+      return DType::fp8e4b8;
+    case c10::ScalarType::Float8_e5m2fnuz:
+      return DType::fp8e5b16;
+    default:
+      return DType::invalid;
   }
 }
 
@@ -104,8 +124,7 @@ TRITON_EMBED_TORCH_API void check_can_interpret(std::string_view where);
 /*! Device resolution, device guard, stream and dispatch to the GPU or the interpreter. */
 TRITON_EMBED_TORCH_API void torch_launch(const JitFunction& fn, const GridSpec& grid,
                                          ArgValue* args, size_t npos, const ArgName* names,
-                                         size_t nnamed, const TensorRef* tensors,
-                                         size_t ntensors);
+                                         size_t nnamed, const TensorRef* tensors, size_t ntensors);
 
 inline void fill_tensor(const at::Tensor& t, ArgValue& out) {
   out = ArgValue{};
@@ -124,22 +143,20 @@ inline void fill_tensor(const at::Tensor& t, ArgValue& out) {
 template <>
 struct ArgTraits<at::Tensor> {
   static constexpr size_t kNested = 0;
-  static void fill(const at::Tensor& t, detail::ArgValue& out, detail::ArgValue*&) {
-    detail::fill_tensor(t, out);
-  }
+  static void fill(const at::Tensor& t, ArgValue& out, ArgValue*&) { detail::fill_tensor(t, out); }
 };
 
 template <>
 struct ArgTraits<c10::Scalar> {
   static constexpr size_t kNested = 0;
-  static void fill(const c10::Scalar& s, detail::ArgValue& out, detail::ArgValue*&) {
-    out = detail::ArgValue{};
+  static void fill(const c10::Scalar& s, ArgValue& out, ArgValue*&) {
+    out = ArgValue{};
     if (s.isSymbolic() || s.isComplex()) detail::throw_bad_scalar(s);
     if (s.isBoolean()) {
-      out.kind = detail::ArgKind::kBool;
+      out.kind = ArgKind::kBool;
       out.i = s.toBool() ? 1 : 0;
     } else if (s.isIntegral(/*includeBool=*/false)) {
-      out.kind = detail::ArgKind::kInt;
+      out.kind = ArgKind::kInt;
       if (s.type() == c10::ScalarType::UInt64 &&
           s.toUInt64() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
         out.big = 1;
@@ -148,7 +165,7 @@ struct ArgTraits<c10::Scalar> {
         out.i = s.toLong();
       }
     } else {
-      out.kind = detail::ArgKind::kFloat;
+      out.kind = ArgKind::kFloat;
       out.f = s.toDouble();
     }
   }
@@ -208,9 +225,11 @@ template <class... Ts>
 struct TensorCollect<std::tuple<Ts...>> {
   static constexpr size_t kCount = (size_t{0} + ... + TensorCollect<std::decay_t<Ts>>::kCount);
   static void collect(const std::tuple<Ts...>& t, uint32_t arg, TensorRef*& out) {
-    std::apply([&](const auto&... e) {
-      (TensorCollect<std::decay_t<decltype(e)>>::collect(e, arg, out), ...);
-    }, t);
+    std::apply(
+        [&](const auto&... e) {
+          (TensorCollect<std::decay_t<decltype(e)>>::collect(e, arg, out), ...);
+        },
+        t);
   }
 };
 template <class A, class B>
@@ -224,7 +243,8 @@ struct TensorCollect<std::pair<A, B>> {
 };
 
 template <class... Args>
-inline constexpr size_t kTensorSlots = (size_t{0} + ... + TensorCollect<std::decay_t<Args>>::kCount);
+inline constexpr size_t kTensorSlots = (size_t{0} + ... +
+                                        TensorCollect<std::decay_t<Args>>::kCount);
 
 template <class... Args, size_t... I>
 size_t collect_tensors(TensorRef* out, std::index_sequence<I...>, const Args&... args) {
@@ -265,9 +285,8 @@ void launch(const JitFunction& fn, const Grid& grid, const Args&... args) {
  *  }, x, y, out, n, 1024);
  *  \endcode */
 template <class F, class... Args,
-          std::enable_if_t<std::is_invocable_r_v<Grid, const std::remove_reference_t<F>&,
-                                                 const Meta&>,
-                           int> = 0>
+          std::enable_if_t<
+              std::is_invocable_r_v<Grid, const std::remove_reference_t<F>&, const Meta&>, int> = 0>
 void launch(const JitFunction& fn, F&& grid_fn, const Args&... args) {
   detail::GridSpec spec;
   spec.fn = &detail::grid_thunk<F>;

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/internal_api.h"
-#include "triton_embed/detail/arg_value.h"
+#include "triton_embed/arg_value.h"
 #include "triton_embed/dtype.h"
 
 namespace triton_embed::detail::expr {

@@ -13,7 +13,7 @@
 
 #include "core/cache.h"
 #include "core/layers.h"
-#include "triton_embed/detail/arg_value.h"
+#include "triton_embed/arg_value.h"
 #include "triton_embed/jit.h"
 
 namespace triton_embed::detail {

@@ -16,7 +16,7 @@
 #include "core/cache.h"
 #include "core/internal_api.h"
 #include "core/kernel_state.h"
-#include "triton_embed/detail/arg_value.h"
+#include "triton_embed/arg_value.h"
 
 namespace triton_embed::detail {
 

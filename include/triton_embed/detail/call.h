@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "triton_embed/arg_value.h"
 #include "triton_embed/args.h"
-#include "triton_embed/detail/arg_value.h"
 #include "triton_embed/named.h"
 
 namespace triton_embed {
@@ -19,7 +19,7 @@ namespace triton_embed {
 template <class T>
 struct ArgTraits<NamedArg<T>> {
   static constexpr size_t kNested = detail::nested_slots<T>();
-  static void fill(const NamedArg<T>& a, detail::ArgValue& out, detail::ArgValue*& nested) {
+  static void fill(const NamedArg<T>& a, ArgValue& out, ArgValue*& nested) {
     ArgTraits<std::decay_t<T>>::fill(a.value(), out, nested);
   }
 };

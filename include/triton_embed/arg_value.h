@@ -4,7 +4,19 @@
  *  \brief The plain-data form every kernel argument takes before it leaves the template.
  *
  *  The launch template turns each C++ argument into one \c ArgValue (tuples and wrappers use
- *  a few more, in the same stack array); everything else happens in compiled code.
+ *  a few more, in the same stack array); everything else happens in compiled code. It is the
+ *  type a specialisation of triton_embed::ArgTraits fills (args.h):
+ *  \code
+ *  template <>
+ *  struct triton_embed::ArgTraits<MyIndex> {
+ *    static constexpr size_t kNested = 0;
+ *    static void fill(const MyIndex& v, ArgValue& out, ArgValue*&) {
+ *      out = ArgValue{};
+ *      out.kind = ArgKind::kInt;
+ *      out.i = v.value;
+ *    }
+ *  };
+ *  \endcode
  */
 
 #include <cstddef>
@@ -12,7 +24,7 @@
 
 #include "triton_embed/dtype.h"
 
-namespace triton_embed::detail {
+namespace triton_embed {
 
 /*! \brief What an ArgValue holds, in terms of the Python value Triton would see. */
 enum class ArgKind : uint8_t {
@@ -28,7 +40,8 @@ enum class ArgKind : uint8_t {
   kTuple,        //!< tuple of \c count values at \c elems
   kJitFunction,  //!< another @triton.jit function (constexpr); \c ptr is its KernelState
   kPyObject,     //!< a Python object (a parameter's default value); \c ptr is the PyObject
-  kTensorDesc,   //!< a host tensor descriptor; \c ptr is the TensorDescriptor, \c dtype its element type
+  kTensorDesc,   //!< a host tensor descriptor; \c ptr is the TensorDescriptor, \c dtype its element
+                 //!< type
 };
 
 /*! \brief ArgValue::flags of a pointer that came from a tensor (set by layers such as the
@@ -55,4 +68,12 @@ struct ArgValue {
 };
 static_assert(sizeof(ArgValue) == 16, "ArgValue must stay 16 bytes");
 
-}  // namespace triton_embed::detail
+namespace detail {
+// The names the library's own code has used for them.
+using triton_embed::ArgKind;
+using triton_embed::ArgValue;
+using triton_embed::kArgFromTensor;
+using triton_embed::kArgHostMemory;
+}  // namespace detail
+
+}  // namespace triton_embed
