@@ -11,9 +11,9 @@ cd /tmp/build
 ctest --output-on-failure -j4 > "$OUT/ctest.txt" 2>&1
 grep -E "tests passed|\*\*\*|Total Test" "$OUT/ctest.txt"
 {
-  ctest -R '^(test_tma|test_torch|bundle_gpu_record|bundle_gpu_replay)$' -V
+  ctest -R '^(test_tma|test_torch|bundle_gpu_record|bundle_gpu_replay|test_multi_gpu|test_multi_gpu_same_device)$' -V
 } > "$OUT/gpu_verbose.txt" 2>&1
-grep -E "^(\S+: )?\[( RUN|       OK|  FAILED|  SKIPPED)" "$OUT/gpu_verbose.txt" | grep -iE "hook|Autotuned|Replay|Record|FAILED" | head -40
+grep -E "^(\S+: )?\[( RUN|       OK|  FAILED|  SKIPPED)" "$OUT/gpu_verbose.txt" | grep -iE "hook|Autotuned|Replay|Record|MultiGpu|FAILED" | head -60
 cd - >/dev/null
 python3 bench/run.py --build /tmp/build --out "$OUT/bench" > "$OUT/bench.txt" 2>&1
 tail -40 "$OUT/bench.txt"
