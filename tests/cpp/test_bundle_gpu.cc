@@ -21,6 +21,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "device_buffer.h"
@@ -215,6 +216,42 @@ TEST_F(BundleGpu, ReplayIsBitwiseEqualToTheJit) {
   EXPECT_THROW(mm.launch(te::Grid(1), nullptr, pa, pb, c.ptr, 128, 128, 128, 128, 1, 128, 1, 128, 1,
                          "ACTIVATION"_a = ""),
                te::NotInBundleError);
+}
+
+// One bundle, two devices (issue 22): a thread per device launches the recorded calls from
+// it, each output bitwise the JIT's. Two GPUs, or device 0 twice with
+// TE_MULTI_GPU_SAME_DEVICE=1 (CTest sets it); skipped otherwise.
+TEST_F(BundleGpu, ReplayOnTwoDevicesAtOnce) {
+  int n = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&n), cudaSuccess);
+  const char* same = std::getenv("TE_MULTI_GPU_SAME_DEVICE");
+  if (n < 2 && (same == nullptr || std::string(same) != "1")) {
+    GTEST_SKIP() << "needs two GPUs; TE_MULTI_GPU_SAME_DEVICE=1 runs it with device 0 twice";
+  }
+  const int devs[2] = {0, n >= 2 ? 1 : 0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      ASSERT_EQ(cudaSetDevice(devs[t]), cudaSuccess);
+      for (int round = 0; round < 3; ++round) {
+        const MatmulCase& mc = kMatmuls[(t + round) % 3];
+        std::vector<float> out;
+        std::string b;
+        ASSERT_NO_FATAL_FAILURE(run_matmul(mc, out, b));
+        const std::vector<float> expected = load<float>(case_name(mc) + ".bin");
+        ASSERT_EQ(out.size(), expected.size());
+        EXPECT_EQ(std::memcmp(out.data(), expected.data(), out.size() * sizeof(float)), 0)
+            << case_name(mc) << " on device " << devs[t];
+      }
+      std::vector<float> out;
+      std::string b;
+      ASSERT_NO_FATAL_FAILURE(run_subtile(out, b));
+      const std::vector<float> expected = load<float>("subtile.bin");
+      EXPECT_EQ(std::memcmp(out.data(), expected.data(), out.size() * sizeof(float)), 0)
+          << "tuned_subtile_scale on device " << devs[t];
+    });
+  }
+  for (std::thread& th : threads) th.join();
 }
 
 TEST_F(BundleGpu, PtxOfAnOlderTargetRunsOnThisGpu) {
