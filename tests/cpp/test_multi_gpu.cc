@@ -26,6 +26,7 @@
 namespace te = triton_embed;
 using namespace triton_embed::literals;
 using te_test::DeviceBuffer;
+using te_test::half_of;
 
 namespace {
 
@@ -63,17 +64,6 @@ class MultiGpu : public ::testing::Test {
   }
   Devices dev_;
 };
-
-// fp16 bits of a small integer (|v| < 2048): exact.
-uint16_t half_of(int v) {
-  if (v == 0) return 0;
-  const uint16_t sign = v < 0 ? 0x8000 : 0;
-  uint32_t m = static_cast<uint32_t>(v < 0 ? -v : v);
-  int e = 0;
-  while ((m >> e) > 1) ++e;
-  const uint32_t mant = (m << (10 - e)) & 0x3FF;
-  return static_cast<uint16_t>(sign | (e + 15) << 10 | mant);
-}
 
 // c = a @ b with pykernels.matmul's autotuned matmul on the current device; checks c against
 // the exact product of the small integers a and b hold. Returns the tuned config.
