@@ -182,7 +182,7 @@ kernel #0 pykernels.softmax.softmax_fwd_kernel: source hash H, heuristics
   entry #0 cuda:90 'num_warps=4': hash H, key 6 words, signature '${softmax}', cubin N bytes, ptx N bytes
   1 record
 kernel #0 pykernels.softmax.softmax_fwd_kernel: layers, outermost first
-  layer 0 heuristic 'num_warps': recorded values only (a function body other than one return statement: block = args[\"BLOCK\"] (line 8))\n" list heur.teb)
+  layer 0 heuristic 'num_warps': (16 if (args[\"BLOCK\"] >= 4096) else (8 if (args[\"BLOCK\"] >= 2048) else 4))\n" list heur.teb)
   # Without --python-path the module of te_calls.txt is not found.
   execute_process(COMMAND "${TOOL}" build --target cuda:90 -o x.teb te_calls.txt
                   WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE rc ERROR_VARIABLE err)
