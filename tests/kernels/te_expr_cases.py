@@ -357,3 +357,21 @@ def run(name, args):
         return ("value", fn(dict(args)))
     except Exception as e:  # noqa: BLE001  (the type is what is compared)
         return ("raise", type(e).__name__)
+
+
+def ops_heuristics():
+    """(where, function, parameter names) of every @triton.heuristics of pykernels' ops."""
+    import importlib
+
+    from triton.runtime.autotuner import Autotuner, Heuristics
+
+    out = []
+    for module in ("pykernels.softmax", "pykernels.norm", "pykernels.matmul"):
+        for name, obj in vars(importlib.import_module(module)).items():
+            layer = obj
+            while isinstance(layer, (Autotuner, Heuristics)):
+                if isinstance(layer, Heuristics):
+                    for key, fn in layer.values.items():
+                        out.append(("%s.%s %s" % (module, name, key), fn, list(layer.arg_names)))
+                layer = layer.fn
+    return out
