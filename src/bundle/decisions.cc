@@ -287,16 +287,20 @@ void record_decisions(const KernelState& k, uint32_t kernel, Contents& out) {
         << k.module << "." << k.name << ": its tuning rule '" << text << "' names '" << bad
         << "', which is not a key argument of its autotuner (keys: " << keys
         << "); name one of those in set_tuning_rule (or the calls file's #rule, or --rule)";
-    Record rec;
-    rec.kind = kRecordTuningRule;
-    rec.kernel = kernel;
-    rec.key_words = {li};
-    Writer w;
-    w.u8(kRuleRecordVersion);
-    w.bytes(text);
-    rec.payload = w.take();
-    out.records.push_back(std::move(rec));
+    out.records.push_back(rule_record(kernel, li, text));
   }
+}
+
+Record rule_record(uint32_t kernel, size_t layer, const std::string& text) {
+  Record rec;
+  rec.kind = kRecordTuningRule;
+  rec.kernel = kernel;
+  rec.key_words = {layer};
+  Writer w;
+  w.u8(kRuleRecordVersion);
+  w.bytes(text);
+  rec.payload = w.take();
+  return rec;
 }
 
 bool decode_rule(const ContentsView& c, uint32_t kernel, KernelState& k, size_t layer,

@@ -47,6 +47,10 @@ void decode_layers(std::string_view bytes, KernelState& k, const std::string& wh
 // that is not a key of the autotuner.
 void record_decisions(const KernelState& k, uint32_t kernel, Contents& out);
 
+// The record of kind 3 that keeps tuning rule `text` for autotune layer `layer` of bundle
+// kernel `kernel`.
+Record rule_record(uint32_t kernel, size_t layer, const std::string& text);
+
 // The tuning rule `c` holds for k's autotune layer `layer`: false when it holds none. Throws
 // BundleError (kCorrupt) naming `where` for a rule record that does not decode, or names an
 // argument that is not a key of the layer.

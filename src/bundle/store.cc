@@ -1030,6 +1030,39 @@ void record_entries(KernelState& cache_of, uint32_t index, Contents& c, int& tri
   }
 }
 
+// The tuning rules of the loaded bundles for k's autotuners with recorded choices, where this
+// process declared none (records from `first` on are k's): a process that records what it
+// loaded keeps them.
+void add_loaded_rules(KernelState& k, uint32_t kernel, size_t first, Contents& c) {
+  for (size_t li = 0; li < k.layers.size(); ++li) {
+    if (!k.layers[li]->tune) continue;
+    {
+      TuneLayer& t = *k.layers[li]->tune;
+      std::lock_guard<std::mutex> lock(t.mu);
+      if (t.recorded.empty()) continue;
+    }
+    bool have = false;
+    for (size_t r = first; r < c.records.size(); ++r) {
+      have = have || (c.records[r].kind == kRecordTuningRule && c.records[r].key_words[0] == li);
+    }
+    if (have) continue;
+    Store& s = store();
+    std::lock_guard<std::mutex> lock(s.mu);
+    TuningRule rule;
+    for (const Bundle& b : s.bundles) {
+      const ContentsView& v = b.view();
+      for (uint32_t i = 0; i < v.kernels.size() && !have; ++i) {
+        if (same_kernel(v.kernels[i], k) &&
+            decode_rule(v, i, k, li, where(b, v.kernels[i]), &rule)) {
+          c.records.push_back(rule_record(kernel, li, rule.str()));
+          have = true;
+        }
+      }
+      if (have) break;
+    }
+  }
+}
+
 bool has_entries(KernelState& k) {
   std::lock_guard<std::mutex> lock(k.cache.mu);
   return !k.cache.entries.empty();
@@ -1096,6 +1129,7 @@ Contents record() {
     const size_t nrecords = c.records.size();
     const uint32_t next = static_cast<uint32_t>(c.kernels.size());
     record_decisions(k, next, c);
+    add_loaded_rules(k, next, nrecords, c);
     if (c.records.size() == nrecords && !has_entries(cache_of)) continue;
     auto [it, fresh] = index.try_emplace({k.module, k.name}, next);
     if (fresh) {

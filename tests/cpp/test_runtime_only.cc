@@ -16,6 +16,8 @@
 
 #include "alloc_counter.h"
 #include "argument_error_cases.h"
+#include "bundle/format.h"
+#include "bundle/store.h"
 #include "bundle_calls.h"
 #include "rule_calls.h"
 #include "testing/testing.h"
@@ -766,6 +768,25 @@ TEST_F(RuntimeOnlyRules, WhatNoRuleCoversRaisesNotInBundleErrorSayingWhy) {
                 .find("and the kernel's tuning rule 'n=nearest' (bundle " + bundle() +
                       ") does not cover it"),
             std::string::npos);
+}
+
+// A runtime-only process that writes what it loaded keeps the rules, and records the choices
+// tuned for their keys only: not those a rule gave other keys.
+TEST_F(RuntimeOnlyRules, WritingTheLoadedBundleKeepsTheRules) {
+  expect_served("rule_nearest_kernel", 150, 256);
+  expect_served("rule_2d_kernel", 301, 256);
+  const std::string path = te_bundle::dir() + "/rules_again.teb";
+  te::write_bundle(path);
+  const std::string listed =
+      te::detail::bundle::describe_decisions(te::detail::bundle::Bundle::open(path));
+  EXPECT_NE(listed.find("key [n], rule for keys nobody tuned: nearest\n    cuda:90 key (16, "),
+            std::string::npos)
+      << listed;
+  EXPECT_NE(listed.find("key [n, m, MODE], rule for keys nobody tuned: n=nearest\n"),
+            std::string::npos)
+      << listed;
+  EXPECT_EQ(listed.find("key (150, "), std::string::npos) << listed;
+  EXPECT_EQ(listed.find("key (301, "), std::string::npos) << listed;
 }
 
 // TRITON_EMBED_BUNDLE_STRICT=1 (runtime_only_rules_strict): recorded keys only.
