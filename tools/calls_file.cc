@@ -263,6 +263,12 @@ std::vector<Logical> logical_lines(std::string_view text, const std::string& fil
     pos = eol == std::string_view::npos ? text.size() : eol + 1;
     ++n;
     if (!raw.empty() && raw.back() == '\r') raw.pop_back();
+    const size_t first = raw.find_first_not_of(" \t");
+    if (pending_line == 0 && first != std::string::npos && raw.compare(first, 5, "#rule") == 0 &&
+        (raw.size() == first + 5 || std::isspace(static_cast<unsigned char>(raw[first + 5])))) {
+      out.push_back({n, raw.substr(first)});  // a directive, not a comment
+      continue;
+    }
     std::string s = strip_comment(raw, file, n);
     while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
     const bool continues = !s.empty() && s.back() == '\\';
@@ -307,7 +313,81 @@ std::vector<std::string> tokens(const std::string& s) {
   return out;
 }
 
-Call parse_call(const std::vector<std::string>& toks, const std::string& file, int line) {
+// A value list: integers separated by ',' (`16,256,4096`), where `...` after three or more
+// continues their constant step or ratio up to the value after it (`1,2,4,...,65536`).
+// Returns false when `s` is not a list (no ','); a list that is not well formed is an error.
+bool parse_list(std::string_view s, const std::string& file, int line, const std::string& what,
+                std::vector<Value>& out) {
+  if (s.find(',') == std::string_view::npos || s.find_first_of("\"'") != std::string_view::npos) {
+    return false;
+  }
+  auto fail = [&](const std::string& why) {
+    syntax_error(file, line,
+                 what + ": '" + std::string(s) + "': " + why +
+                     "; expected a value list of integers, e.g. 16,256,4096 or 1,2,4,...,65536");
+  };
+  std::vector<std::string_view> parts;
+  for (size_t start = 0;;) {
+    const size_t comma = s.find(',', start);
+    parts.push_back(s.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  std::vector<int64_t> vals;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i] == "...") {
+      if (i < 3 || i + 2 != parts.size()) {
+        fail("'...' needs three values or more before it and one after it");
+      }
+      const int64_t a = vals[i - 3], b = vals[i - 2], c = vals[i - 1];
+      Value end;
+      if (!parse_int(parts[i + 1], end) || end.kind != Value::Kind::kInt || end.big) {
+        fail("'" + std::string(parts[i + 1]) + "' is not an integer");
+      }
+      const bool arithmetic = b - a == c - b && b != a;
+      const bool geometric = a != 0 && b % a == 0 && c % b == 0 && b / a == c / b && b / a > 1;
+      if (!arithmetic && !geometric) fail("the values before '...' have no constant step or ratio");
+      int64_t v = c;
+      while (v != end.i) {
+        const int64_t step = arithmetic ? b - a : b / a;
+        const int64_t limit = std::numeric_limits<int64_t>::max();
+        if (arithmetic ? (step > 0 ? v > limit - step : v < -limit - step)
+                       : (v > limit / step || v < -limit / step)) {
+          fail(std::to_string(end.i) + " is not in the sequence");
+        }
+        const int64_t next = arithmetic ? v + step : v * step;
+        if ((next > end.i) == (v < end.i) && next != end.i) {
+          fail(std::to_string(end.i) + " is not in the sequence");
+        }
+        if (vals.size() >= kMaxCallsPerLine) fail("more than 4096 values");
+        v = next;
+        vals.push_back(v);
+      }
+      break;
+    }
+    Value v;
+    if (!parse_int(parts[i], v) || v.kind != Value::Kind::kInt || v.big) {
+      fail("'" + std::string(parts[i]) + "' is not an integer");
+    }
+    vals.push_back(v.i);
+  }
+  for (int64_t v : vals) {
+    Value x;
+    parse_int(std::to_string(v), x);
+    out.push_back(std::move(x));
+  }
+  return true;
+}
+
+// Where a value list goes in a call: a positional argument, or a named one (`named`).
+struct ListSlot {
+  bool named = false;
+  size_t index = 0;
+  std::vector<Value> values;
+};
+
+Call parse_call(const std::vector<std::string>& toks, const std::string& file, int line,
+                std::vector<ListSlot>& lists) {
   Call c;
   c.file = file;
   c.line = line;
@@ -351,7 +431,13 @@ Call parse_call(const std::vector<std::string>& toks, const std::string& file, i
       if (!names.insert(n.name).second) {
         syntax_error(file, line, "'" + n.name + "' is given twice; expected each NAME=VALUE once");
       }
-      n.value = parse_value(std::string_view(t).substr(eq + 1));
+      std::vector<Value> list;
+      if (parse_list(std::string_view(t).substr(eq + 1), file, line, n.name, list)) {
+        n.value = list.front();
+        lists.push_back({true, c.named.size(), std::move(list)});
+      } else {
+        n.value = parse_value(std::string_view(t).substr(eq + 1));
+      }
       if (n.value.text.empty() && n.value.kind == Value::Kind::kWord) {
         syntax_error(file, line, "'" + t + "' has no value; expected " + n.name + "=VALUE");
       }
@@ -363,6 +449,12 @@ Call parse_call(const std::vector<std::string>& toks, const std::string& file, i
           file, line,
           "the positional argument '" + t + "' follows the named argument '" + c.named.back().name +
               "=...'; expected positional arguments first, then NAME=VALUE items (as in Python)");
+    }
+    std::vector<Value> list;
+    if (parse_list(t, file, line, "argument " + std::to_string(c.positional.size() + 1), list)) {
+      lists.push_back({false, c.positional.size(), list});
+      c.positional.push_back(std::move(list.front()));
+      continue;
     }
     Value v = parse_value(t);
     if (v.kind == Value::Kind::kWord) {
@@ -376,17 +468,59 @@ Call parse_call(const std::vector<std::string>& toks, const std::string& file, i
 
 }  // namespace
 
-std::vector<Call> parse_calls(std::string_view text, const std::string& file) {
+std::vector<Call> parse_calls(std::string_view text, const std::string& file,
+                              std::vector<RuleDecl>* rules) {
   std::vector<Call> calls;
   for (const Logical& l : logical_lines(text, file)) {
     const std::vector<std::string> toks = tokens(l.text);
     if (toks.empty()) continue;
-    calls.push_back(parse_call(toks, file, l.line));
+    if (toks[0] == "#rule") {
+      // #rule MODULE:KERNEL RULE (the rule may hold blanks: the rest of the line).
+      const std::string expected =
+          "expected #rule MODULE:KERNEL RULE (e.g. #rule pykernels.matmul:matmul_kernel "
+          "M=nearest)";
+      if (toks.size() < 3) syntax_error(file, l.line, "a #rule line without a rule; " + expected);
+      const std::string& k = toks[1];
+      const size_t colon = k.find(':');
+      const size_t split = colon != std::string::npos ? colon : k.rfind('.');
+      if (split == std::string::npos || !is_module_name(k.substr(0, split)) ||
+          !is_identifier(k.substr(split + 1))) {
+        syntax_error(file, l.line, "'" + k + "' is not a kernel; " + expected);
+      }
+      RuleDecl r;
+      r.file = file;
+      r.line = l.line;
+      r.kernel = k.substr(0, split) + "." + k.substr(split + 1);
+      for (size_t i = 2; i < toks.size(); ++i) r.rule += (i > 2 ? " " : "") + toks[i];
+      if (rules != nullptr) rules->push_back(std::move(r));
+      continue;
+    }
+    std::vector<ListSlot> lists;
+    const Call c = parse_call(toks, file, l.line, lists);
+    // One call per combination of the lists' values, the last list varying fastest.
+    size_t total = 1;
+    for (const ListSlot& s : lists) {
+      total *= s.values.size();
+      if (total > kMaxCallsPerLine) {
+        syntax_error(file, l.line, "its value lists make more than 4096 calls; expected fewer");
+      }
+    }
+    for (size_t n = 0; n < total; ++n) {
+      Call e = c;
+      size_t rest = n;
+      for (size_t i = lists.size(); i-- > 0;) {
+        const ListSlot& s = lists[i];
+        const Value& v = s.values[rest % s.values.size()];
+        rest /= s.values.size();
+        (s.named ? e.named[s.index].value : e.positional[s.index]) = v;
+      }
+      calls.push_back(std::move(e));
+    }
   }
   return calls;
 }
 
-std::vector<Call> read_calls_file(const std::string& path) {
+std::vector<Call> read_calls_file(const std::string& path, std::vector<RuleDecl>* rules) {
   std::ifstream f(path, std::ios::binary);
   if (!f) {
     TE_THROW(ValueError) << "calls file " << path << ": cannot open it: " << std::strerror(errno)
@@ -397,7 +531,7 @@ std::vector<Call> read_calls_file(const std::string& path) {
   if (f.bad()) {
     TE_THROW(ValueError) << "calls file " << path << ": cannot read it: " << std::strerror(errno);
   }
-  return parse_calls(os.str(), path);
+  return parse_calls(os.str(), path, rules);
 }
 
 detail::CallArgs BoundCall::args() const {

@@ -57,11 +57,27 @@ struct Call {
   std::string where() const { return file + ":" + std::to_string(line); }
 };
 
+// A `#rule MODULE:KERNEL RULE` line: the tuning rule for keys nobody tuned of an autotuned
+// kernel (triton_embed::set_tuning_rule checks the rule's text).
+struct RuleDecl {
+  std::string file;
+  int line = 0;
+  std::string kernel;  // module.name
+  std::string rule;
+  std::string where() const { return file + ":" + std::to_string(line); }
+};
+
+// The most calls one line's value lists expand to.
+constexpr size_t kMaxCallsPerLine = 4096;
+
 // Reads and checks the calls file at `path`. ValueError "FILE:LINE: what; expected what" for
-// a line that is not a call, ValueError for a file that cannot be read.
-std::vector<Call> read_calls_file(const std::string& path);
+// a line that is not a call, ValueError for a file that cannot be read. A line whose integer
+// arguments are value lists (`16,256,4096`, `1,2,4,...,65536`) gives one call per
+// combination, in order; its `#rule` lines are appended to `rules` (ignored when null).
+std::vector<Call> read_calls_file(const std::string& path, std::vector<RuleDecl>* rules = nullptr);
 // The same for `text`, reported as the file `file`.
-std::vector<Call> parse_calls(std::string_view text, const std::string& file);
+std::vector<Call> parse_calls(std::string_view text, const std::string& file,
+                              std::vector<RuleDecl>* rules = nullptr);
 
 // A call's arguments as the library's compiled entry points take them: positional values, then
 // named ones with their names, and the options. It points into the Call, which must outlive it.

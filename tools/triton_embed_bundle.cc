@@ -3,9 +3,16 @@
 //
 //   triton-embed-bundle list FILE...          print what each bundle holds
 //   triton-embed-bundle merge -o OUT IN...    write the union of IN... to OUT
-//   triton-embed-bundle build -o OUT [--target TARGET]... [--python-path DIR]... CALLS...
+//   triton-embed-bundle build -o OUT [--target TARGET]... [--python-path DIR]...
+//                             [--rule MODULE:KERNEL=RULE]... CALLS...
 //                                             compile the calls listed in the files CALLS...
 //                                             (format: docs/aot.md) for each target into OUT
+//   triton-embed-bundle tune -o OUT [--target TARGET]... [--python-path DIR]...
+//                            [--rule MODULE:KERNEL=RULE]... [--buffer-mib N] CALLS...
+//                                             the same, tuning autotuned kernels for each
+//                                             call's key (on the GPU; with --target,
+//                                             compile-only, for kernels whose benchmark
+//                                             launches nothing)
 //
 // Exit status: 0 done, 1 a bundle could not be read, merged, built or written (the message on
 // stderr says which and why), 2 bad usage. A subcommand is one row of kCommands.
@@ -24,10 +31,13 @@
 #include <link.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -41,6 +51,8 @@
 #include "calls_file.h"
 #include "core/errors.h"
 #include "core/kernel_state.h"
+#include "cuda/driver.h"
+#include "triton_embed/autotune.h"
 #include "triton_embed/bundle.h"
 #include "triton_embed/error.h"
 #include "triton_embed/jit.h"
@@ -116,6 +128,9 @@ std::string loaded_library_dir(const char* soname) {
   return dir;
 }
 
+using SetTuningCallback = void (*)(std::function<void(const triton_embed::TuningProgress&)>);
+SetTuningCallback g_set_tuning_callback = nullptr;  // set by load_jit_layer
+
 // Loads libpython, then the JIT layer (libtriton_embed.so, from the directory of the runtime
 // library this tool runs with: both trees keep the two side by side). Never unloaded.
 void load_jit_layer() {
@@ -134,12 +149,17 @@ void load_jit_layer() {
   }
   const std::string dir = loaded_library_dir(TRITON_EMBED_RUNTIME_SONAME);
   const std::string jit = (dir.empty() ? std::string() : dir + "/") + TRITON_EMBED_JIT_SONAME;
-  if (dlopen(jit.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+  void* lib = dlopen(jit.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (lib == nullptr) {
     throw te::NotSupportedError(std::string("build: cannot load the JIT layer: ") + dlerror() +
                                 "; `build` compiles with Triton through " TRITON_EMBED_JIT_SONAME
                                 ", which belongs next to " TRITON_EMBED_RUNTIME_SONAME
                                 " (list and merge do not need it)");
   }
+  // triton_embed::set_tuning_callback, which the JIT layer defines (this tool links the
+  // runtime only): by its C++ name.
+  g_set_tuning_callback = reinterpret_cast<SetTuningCallback>(
+      dlsym(lib, "_ZN12triton_embed19set_tuning_callbackESt8functionIFvRKNS_14TuningProgressEEE"));
 }
 
 // Runs f(); an error it throws is thrown again, of the same type, with `where` before its
@@ -161,21 +181,27 @@ struct Built {
   const te::CompiledKernel* compiled;
 };
 
-// Loads the kernel of `call` once per kernel; an autotuned one is refused.
-te::JitFunction kernel_of(const tools::Call& call,
-                          std::map<std::string, te::JitFunction>& kernels) {
+bool autotuned(const te::JitFunction& k) {
+  for (const auto& layer : k.state()->layers) {
+    if (layer->kind == te::detail::Layer::Kind::kAutotune) return true;
+  }
+  return false;
+}
+
+// Loads the kernel of `call` once per kernel; an autotuned one is refused unless `tune`.
+te::JitFunction kernel_of(const tools::Call& call, std::map<std::string, te::JitFunction>& kernels,
+                          bool tune) {
   const std::string full = call.module + "." + call.kernel;
   auto it = kernels.find(full);
   if (it != kernels.end()) return it->second;
   te::JitFunction k =
       located(call.where() + ": ", [&] { return te::JitFunction(call.module, call.kernel); });
-  for (const auto& layer : k.state()->layers) {
-    if (layer->kind != te::detail::Layer::Kind::kAutotune) continue;
+  if (!tune && autotuned(k)) {
     throw te::NotSupportedError(
         call.where() + ": " + full + " is wrapped in @triton.autotune, and tuning runs the " +
-        "kernel on a GPU, which `triton-embed-bundle build` does not use; record its bundle " +
-        "from a run on the GPU instead (TRITON_EMBED_RECORD=FILE, or " +
-        "triton_embed::write_bundle(FILE) after its launches) and merge it with this one");
+        "kernel on a GPU, which `triton-embed-bundle build` does not use; tune it with " +
+        "`triton-embed-bundle tune` on the GPU (or record its bundle from a run there: " +
+        "TRITON_EMBED_RECORD=FILE) and merge that bundle with this one");
   }
   return kernels.emplace(full, k).first->second;
 }
@@ -188,18 +214,164 @@ struct RemoveFile {
   }
 };
 
-int build(const std::vector<std::string>& args) {
+// Zeroed device buffers standing for a call's pointer arguments when `tune` runs on the GPU
+// (compile-only, the calls' fake addresses are never dereferenced): one per argument slot, of
+// --buffer-mib MiB each, kept for the whole run.
+class DeviceBuffers {
+ public:
+  explicit DeviceBuffers(size_t bytes) : bytes_(bytes) {}
+  // Replaces the fake address of every pointer in `vals` with a buffer's (plus the fake's
+  // offset from its 16-byte boundary: an unaligned pointer stays unaligned).
+  void place(std::vector<te::detail::ArgValue>& vals) {
+    for (size_t i = 0; i < vals.size(); ++i) {
+      te::detail::ArgValue& v = vals[i];
+      if (v.kind != te::detail::ArgKind::kPointer || v.u == 0) continue;
+      if (i >= bufs_.size()) bufs_.resize(i + 1, 0);
+      if (bufs_[i] == 0) bufs_[i] = allocate();
+      v.u = bufs_[i] + (v.u & 0xF);
+    }
+  }
+
+ private:
+  uint64_t allocate() {
+    namespace cu = te::detail::cuda;
+    const cu::Api& api = cu::api();
+    if (!api.ok) {
+      throw te::NotSupportedError("tune: no usable CUDA driver (" + api.error +
+                                  "); give --target TARGET to tune compile-only");
+    }
+    cu::current_context();
+    CUdeviceptr p = 0;
+    auto check = [&](CUresult r, const char* call) {
+      if (r == CUDA_SUCCESS) return;
+      const char* name = "?";
+      const char* text = "?";
+      api.cuGetErrorName(r, &name);
+      api.cuGetErrorString(r, &text);
+      throw te::CudaError("tune: " + std::string(call) + " of a " + std::to_string(bytes_ >> 20) +
+                              " MiB device buffer for a pointer argument failed: " + name + " (" +
+                              text + "); give a smaller --buffer-mib",
+                          call, static_cast<int>(r), name, text);
+    };
+    check(api.cuMemAllocAsync(&p, bytes_ + 16, nullptr), "cuMemAllocAsync");
+    check(api.cuMemsetD8Async(p, 0, bytes_ + 16, nullptr), "cuMemsetD8Async");
+    return static_cast<uint64_t>(p);
+  }
+  size_t bytes_;
+  std::vector<uint64_t> bufs_;
+};
+
+// The autotune layer of k (its outermost), or nullptr.
+const te::detail::TuneLayer* tune_layer(const te::JitFunction& k) {
+  for (const auto& layer : k.state()->layers) {
+    if (layer->kind == te::detail::Layer::Kind::kAutotune) return layer->tune.get();
+  }
+  return nullptr;
+}
+
+// For a key the tuner chose config `r` at: the inner kernel's entry for that config with the
+// call's integer key arguments not specialised (no "divisible by 16", no constant 1), so that
+// a program without the JIT launches keys a tuning rule serves from this choice (with a less
+// specialised entry: docs/bundle_format.md). Returns nullptr when the key has no integer
+// argument, or the config sets a meta-parameter that is not an int or a bool.
+const te::CompiledKernel* compile_generic(const te::JitFunction& k, const tools::BoundCall& b,
+                                          const te::TuningResult& r, std::string* why) {
+  const te::detail::TuneLayer* t = tune_layer(k);
+  const te::detail::KernelState& ks = *k.state();
+  if (ks.layers.size() != 1) {
+    *why = "a @triton.heuristics runs with the autotuner";
+    return nullptr;
+  }
+  std::vector<te::detail::ArgValue> vals = b.vals;
+  std::vector<te::ArgName> names = b.names;
+  bool changed = false;
+  for (int p : t->key_params) {
+    if (p < 0) continue;
+    te::detail::ArgValue* v = nullptr;
+    if (static_cast<size_t>(p) < b.npos) {
+      v = &vals[static_cast<size_t>(p)];
+    } else {
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (names[i].view() == ks.params[static_cast<size_t>(p)].name) v = &vals[b.npos + i];
+      }
+    }
+    if (v == nullptr || v->kind != te::detail::ArgKind::kInt || v->big) continue;
+    // 17: an i32 that is neither 1 nor a multiple of 16; a value beyond 32 bits stays i64.
+    const bool wide = v->i > INT32_MAX || v->i < INT32_MIN;
+    v->i = wide ? (v->i % 16 == 0 ? v->i + 1 : v->i) : 17;
+    changed = true;
+  }
+  if (!changed) return nullptr;
+  std::vector<std::string> keep;  // the config's names, alive for the compile
+  keep.reserve(r.best.kwargs.size());
+  for (const auto& [name, repr] : r.best.kwargs) {
+    te::detail::ArgValue v{};
+    char* end = nullptr;
+    const long long i = std::strtoll(repr.c_str(), &end, 10);
+    if (!repr.empty() && *end == '\0') {
+      v.kind = te::detail::ArgKind::kInt;
+      v.i = i;
+    } else if (repr == "True" || repr == "False") {
+      v.kind = te::detail::ArgKind::kBool;
+      v.i = repr == "True";
+    } else {
+      *why = "its config sets " + name + " = " + repr +
+             ", which this tool passes only as an int or a bool";
+      return nullptr;
+    }
+    keep.push_back(name);
+    vals.push_back(v);
+  }
+  for (const std::string& n : keep) names.emplace_back(n.data(), n.size());
+  te::Options opts = b.options;
+  opts.num_warps(r.best.num_warps).num_stages(r.best.num_stages).num_ctas(r.best.num_ctas);
+  if (r.best.maxnreg != 0) opts.maxnreg(r.best.maxnreg);
+  const te::JitFunction inner = k.inner().with_options(opts);
+  te::detail::CallArgs a;
+  a.vals = vals.data();
+  a.npos = static_cast<uint32_t>(b.npos);
+  a.nnamed = static_cast<uint32_t>(names.size());
+  a.names = names.data();
+  return &te::detail::compile_call(inner.state(), inner.interned_options(), a, nullptr);
+}
+
+// build, and tune (`tune`): the same command line, the same output, and tuning.
+int build_or_tune(const std::vector<std::string>& args, bool tune) {
+  const std::string cmd = tune ? "tune" : "build";
   std::string out;
   std::vector<te::Target> targets;
   std::vector<std::string> python_paths, files;
+  std::vector<tools::RuleDecl> rules;
+  size_t buffer_mib = 256;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "-o" || a == "--target" || a == "--python-path") {
-      if (i + 1 == args.size()) throw UsageError{"build: " + a + " needs a value"};
+    if (a == "-o" || a == "--target" || a == "--python-path" || a == "--rule" ||
+        (tune && a == "--buffer-mib")) {
+      if (i + 1 == args.size()) throw UsageError{cmd + ": " + a + " needs a value"};
       const std::string& v = args[++i];
       if (a == "-o") {
-        if (!out.empty()) throw UsageError{"build: -o given twice"};
+        if (!out.empty()) throw UsageError{cmd + ": -o given twice"};
         out = v;
+      } else if (a == "--rule") {
+        // MODULE:KERNEL=RULE (the rule itself may hold '=': M=nearest).
+        const size_t eq = v.find('=');
+        const size_t colon = v.find(':');
+        if (eq == std::string::npos || colon == std::string::npos || colon > eq) {
+          throw UsageError{cmd + ": --rule '" + v +
+                           "': expected MODULE:KERNEL=RULE, e.g. "
+                           "--rule pykernels.matmul:matmul_kernel=nearest"};
+        }
+        tools::RuleDecl r;
+        r.file = "--rule";
+        r.kernel = v.substr(0, colon) + "." + v.substr(colon + 1, eq - colon - 1);
+        r.rule = v.substr(eq + 1);
+        rules.push_back(std::move(r));
+      } else if (a == "--buffer-mib") {
+        char* end = nullptr;
+        buffer_mib = std::strtoull(v.c_str(), &end, 10);
+        if (v.empty() || *end != '\0' || buffer_mib == 0 || buffer_mib > (1u << 20)) {
+          throw UsageError{"tune: --buffer-mib '" + v + "': expected a number of MiB, 1 or more"};
+        }
       } else if (a == "--target") {
         try {
           const te::Target t = te::Target::parse(v);
@@ -213,45 +385,83 @@ int build(const std::vector<std::string>& args) {
         python_paths.push_back(v);
       }
     } else if (!a.empty() && a[0] == '-') {
-      throw UsageError{"build: unknown option '" + a + "'"};
+      throw UsageError{cmd + ": unknown option '" + a + "'"};
     } else {
       files.push_back(a);
     }
   }
-  if (out.empty()) throw UsageError{"build: give the output file with -o OUT"};
-  if (files.empty()) throw UsageError{"build: give at least one calls file"};
+  if (out.empty()) throw UsageError{cmd + ": give the output file with -o OUT"};
+  if (files.empty()) throw UsageError{cmd + ": give at least one calls file"};
 
   // Every file is read and checked, and every call has a target, before Python starts.
   std::vector<tools::Call> calls;
   for (const std::string& f : files) {
-    for (tools::Call& c : tools::read_calls_file(f)) calls.push_back(std::move(c));
+    for (tools::Call& c : tools::read_calls_file(f, &rules)) calls.push_back(std::move(c));
+  }
+  // The files' #rule lines, then --rule (a later rule for a kernel replaces an earlier one).
+  std::rotate(rules.begin(),
+              rules.begin() + static_cast<std::ptrdiff_t>(std::count_if(
+                                  rules.begin(), rules.end(),
+                                  [](const tools::RuleDecl& r) { return r.line == 0; })),
+              rules.end());
+  for (const tools::RuleDecl& r : rules) {
+    located(r.line == 0 ? "--rule: " : r.where() + ": ",
+            [&] { te::set_tuning_rule(r.kernel, r.rule); });
   }
   size_t nentries = 0;
   for (const tools::Call& c : calls) {
-    if (c.targets.empty() && targets.empty()) {
+    if (c.targets.empty() && targets.empty() && !tune) {
       throw te::ValueError(c.where() + ": no target for this call; give --target TARGET " +
                            "(e.g. --target cuda:90) or @TARGET on the line");
     }
     nentries += c.targets.empty() ? targets.size() : c.targets.size();
   }
-  if (calls.empty()) throw te::ValueError("build: the calls files list no calls");
+  if (calls.empty()) throw te::ValueError(cmd + ": the calls files list no calls");
 
   load_jit_layer();
   te::RuntimeOptions options;
   options.python_paths = python_paths;
   te::initialize(options);
+  if (tune) {
+    // Progress on stderr: kernel, key, configs done of total, the best so far.
+    if (g_set_tuning_callback == nullptr) {
+      throw te::NotSupportedError("tune: the JIT layer " TRITON_EMBED_JIT_SONAME
+                                  " has no triton_embed::set_tuning_callback: is it of another "
+                                  "version than this tool?");
+    }
+    g_set_tuning_callback([](const te::TuningProgress& p) {
+      std::cerr << "tune: " << p.kernel << " key " << p.key << ": " << p.done << "/" << p.total
+                << " configs, best so far " << p.best << " (" << p.best_ms << " ms)\n";
+    });
+  }
 
   std::map<std::string, te::JitFunction> kernels;
   std::vector<Built> built;
   built.reserve(nentries);
   std::set<const te::CompiledKernel*> seen;  // two calls may compile the same entry
+  std::vector<std::string> tuned;            // what tune printed per call
+  // No target given (tune only): the GPU, with device buffers for the pointers.
+  const std::vector<std::optional<te::Target>> gpu{std::nullopt};
+  DeviceBuffers buffers(buffer_mib << 20);
   for (const tools::Call& c : calls) {
-    const te::JitFunction k = kernel_of(c, kernels);
-    const tools::BoundCall b = tools::bind(c, k);
+    const te::JitFunction k = kernel_of(c, kernels, tune);
+    tools::BoundCall b = tools::bind(c, k);
     const te::JitFunction h = k.with_options(b.options);
-    for (const te::Target& t : c.targets.empty() ? targets : c.targets) {
+    std::vector<std::optional<te::Target>> call_targets;
+    for (const te::Target& t : c.targets.empty() ? targets : c.targets) call_targets.push_back(t);
+    if (call_targets.empty()) {
+      if (!te::cuda_available()) {
+        throw te::ValueError(c.where() + ": no target for this call and no GPU to tune on; run " +
+                             "tune on the GPU, or give --target TARGET for kernels whose " +
+                             "benchmark launches nothing (compile-only)");
+      }
+      call_targets = gpu;
+      buffers.place(b.vals);
+    }
+    for (const std::optional<te::Target>& t : call_targets) {
+      const std::string on = t ? t->str() : std::string("the GPU");
       const te::CompiledKernel& ck =
-          located(c.where() + ": for " + t.str() + ": ", [&]() -> const te::CompiledKernel& {
+          located(c.where() + ": for " + on + ": ", [&]() -> const te::CompiledKernel& {
             te::set_target(t);
             // As JitFunction::compile passes a call: positional ones as they are.
             if (b.names.empty()) {
@@ -262,9 +472,29 @@ int build(const std::vector<std::string>& args) {
       if (seen.insert(&ck).second) {
         built.push_back({&c, k.module() + "." + k.name(), b.options.str(), &ck});
       }
+      if (tune && autotuned(k)) {
+        const te::TuningResult* r =
+            te::detail::tuning_result_call(h.state(), h.interned_options(), b.args());
+        if (r == nullptr) continue;
+        tuned.push_back(c.where() + ": " + ck.target() + " " + k.module() + "." + k.name() +
+                        " key " + r->key + ": " + r->best.str);
+        std::string why;
+        const te::CompiledKernel* g = located(c.where() + ": for " + on + ": ", [&] {
+          te::set_target(t);
+          return compile_generic(k, b, *r, &why);
+        });
+        if (!why.empty()) {
+          std::cerr << "tune: " << c.where() << ": note: no entry with the "
+                    << "integer key arguments unspecialised: " << why << "\n";
+        }
+        if (g != nullptr && seen.insert(g).second) {
+          built.push_back({&c, k.module() + "." + k.name(), b.options.str(), g});
+        }
+      }
     }
   }
   te::set_target(std::nullopt);
+  if (tune) g_set_tuning_callback(nullptr);
 
   // What the process compiled, recorded as any program records it, into a file next to OUT;
   // checked to hold every entry built; then written to OUT with a note of where it came from.
@@ -295,7 +525,8 @@ int build(const std::vector<std::string>& args) {
         "call out");
   }
   bundle::Contents contents = rb.contents();
-  std::string note = "built ahead of time by triton-embed-bundle from";
+  std::string note = tune ? "tuned by triton-embed-bundle from"
+                          : "built ahead of time by triton-embed-bundle from";
   for (const std::string& f : files) note += " " + f;
   contents.producer.note = note;
   bundle::write_file(contents, out);
@@ -306,6 +537,7 @@ int build(const std::vector<std::string>& args) {
     if (!x.options.empty()) std::cout << " [" << x.options << "]";
     std::cout << "\n";
   }
+  for (const std::string& t : tuned) std::cout << t << "\n";
   auto count = [](size_t n, const char* one, const char* many) {
     return std::to_string(n) + " " + (n == 1 ? one : many);
   };
@@ -329,8 +561,16 @@ constexpr Command kCommands[] = {
      "build -o OUT [--target TARGET]... [--python-path DIR]... CALLS...\n"
      "                                            compile the calls listed in CALLS... (see "
      "docs/aot.md)\n"
-     "                                            for each target into the bundle OUT",
-     build},
+     "                                            for each target into the bundle OUT\n"
+     "                                            (--rule MODULE:KERNEL=RULE: a tuning rule)",
+     [](const std::vector<std::string>& a) { return build_or_tune(a, false); }},
+    {"tune",
+     "tune -o OUT [--target TARGET]... [--python-path DIR]... CALLS...\n"
+     "                                            the same, tuning autotuned kernels at each "
+     "call's key\n"
+     "                                            on the GPU (--target: compile-only; --rule, "
+     "--buffer-mib N)",
+     [](const std::vector<std::string>& a) { return build_or_tune(a, true); }},
 };
 
 void usage(std::ostream& os) {

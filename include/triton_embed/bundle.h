@@ -31,6 +31,12 @@
  *  alignment, no constexpr 1 for an integer argument 1), said once per kernel and key on
  *  stderr or to set_bundle_notice_callback() (\c TRITON_EMBED_BUNDLE_STRICT=1 refuses it):
  *  docs/bundle_format.md, "Less specialised entries".
+ *
+ *  Tuning keys nobody tuned follow the kernel's rule, declared where the bundle is made
+ *  (set_tuning_rule(), a calls file's \c #rule line, \c triton-embed-bundle \c --rule): in a
+ *  program without the JIT layer, a launch whose tuning key no bundle records takes the
+ *  choice tuned for the recorded key the rule names, said once per key like the entries
+ *  above (docs/bundle_format.md, "Tuning keys nobody tuned").
  */
 
 #include <cstddef>
@@ -77,7 +83,12 @@ struct BundleNotice {
   std::string bundle;             //!< the bundle's name: its path, or the name it was embedded with
   bool ptx = false;               //!< the entry's PTX serves (an older target's)
   bool less_specialised = false;  //!< the entry assumes less than the call's specialisation
-  std::string message;            //!< the line written to stderr when no callback is set
+  /*! The choice tuned for another tuning key serves, as the kernel's tuning rule says: then
+   *  \c asked and \c served are the tuning keys ("n=100", "n=128"), \c entry_target the
+   *  target it was tuned for, \c rule the rule ("bucket:pow2"). */
+  bool tuning_rule = false;
+  std::string rule;     //!< the tuning rule that chose the served key (when \c tuning_rule)
+  std::string message;  //!< the line written to stderr when no callback is set
 };
 
 /*! \brief Sends bundle notices to \p callback instead of stderr (an empty function restores
@@ -90,5 +101,21 @@ struct BundleNotice {
  *  });
  *  \endcode */
 TRITON_EMBED_API void set_bundle_notice_callback(std::function<void(const BundleNotice&)> callback);
+
+/*! \brief Declares what a program without the JIT layer does with a tuning key of the
+ *  autotuned kernel \p kernel ("module.name") that no bundle records: the rule is written
+ *  into the bundles this process writes (write_bundle, \c TRITON_EMBED_RECORD), with the
+ *  kernel's tuned choices. \p rule: \c "exact" (only recorded keys serve: the default),
+ *  \c "nearest" (per integer key argument, the nearest recorded value on a log2 scale, ties
+ *  to the larger), \c "bucket:pow2" (a recorded value in the same power-of-two bucket
+ *  (2^(k-1), 2^k]), \c "bucket:16,64,256" (a recorded value in the same bucket of these
+ *  upper bounds; above the last, refused); per key argument as \c "M=nearest;N=exact",
+ *  an item without a name applying to the others. Other parts of a key (strings, dtypes)
+ *  always match exactly. ValueError for a rule that does not parse; write_bundle raises
+ *  ValueError when the rule names an argument that is not a key of the kernel's autotuner.
+ *  \code
+ *  triton_embed::set_tuning_rule("pykernels.matmul.matmul_kernel", "M=nearest");
+ *  \endcode */
+TRITON_EMBED_API void set_tuning_rule(std::string_view kernel, std::string_view rule);
 
 }  // namespace triton_embed

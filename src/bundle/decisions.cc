@@ -10,6 +10,7 @@
 
 #include "bundle/codec.h"
 #include "bundle/kernel_table.h"
+#include "core/errors.h"
 #include "core/target.h"
 
 namespace triton_embed::detail::bundle {
@@ -21,6 +22,7 @@ namespace {
 constexpr uint8_t kLayersVersion = 3;
 constexpr uint8_t kHeuristicRecordVersion = 1;
 constexpr uint8_t kChoiceRecordVersion = 2;  // 2: with the config's pre_hook as an expression
+constexpr uint8_t kRuleRecordVersion = 1;
 
 constexpr uint8_t kLayerHeuristics = 0, kLayerAutotune = 1;
 
@@ -102,6 +104,26 @@ uint32_t serving_target(const std::vector<uint32_t>& have, uint32_t target) {
     if (best == 0 || target_arch(t) > target_arch(best)) best = t;
   }
   return best;
+}
+
+// Whether every name rule r gives a dimension of is a key parameter of t; else *bad is the
+// first that is not, and *keys the key parameters' names.
+bool rule_fits(const TuningRule& r, const KernelState& k, const TuneLayer& t, std::string* bad,
+               std::string* keys) {
+  keys->clear();
+  for (int p : t.key_params) {
+    if (p >= 0) *keys += (keys->empty() ? "" : ", ") + k.params[static_cast<size_t>(p)].name;
+  }
+  for (const auto& [name, _] : r.named) {
+    bool found = false;
+    for (int p : t.key_params)
+      found = found || (p >= 0 && k.params[static_cast<size_t>(p)].name == name);
+    if (!found) {
+      *bad = name;
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -256,7 +278,55 @@ void record_decisions(const KernelState& k, uint32_t kernel, Contents& out) {
       rec.payload = w.take();
       out.records.push_back(std::move(rec));
     }
+    std::string text;
+    if (t.recorded.empty() || !declared_rule(k.module + "." + k.name, &text)) continue;
+    TuningRule rule;
+    std::string why, bad, keys;
+    TE_ICHECK(TuningRule::parse(text, &rule, &why)) << why;  // set_tuning_rule checked it
+    TE_CHECK(rule_fits(rule, k, t, &bad, &keys), ValueError)
+        << k.module << "." << k.name << ": its tuning rule '" << text << "' names '" << bad
+        << "', which is not a key argument of its autotuner (keys: " << keys
+        << "); name one of those in set_tuning_rule (or the calls file's #rule, or --rule)";
+    out.records.push_back(rule_record(kernel, li, text));
   }
+}
+
+Record rule_record(uint32_t kernel, size_t layer, const std::string& text) {
+  Record rec;
+  rec.kind = kRecordTuningRule;
+  rec.kernel = kernel;
+  rec.key_words = {layer};
+  Writer w;
+  w.u8(kRuleRecordVersion);
+  w.bytes(text);
+  rec.payload = w.take();
+  return rec;
+}
+
+bool decode_rule(const ContentsView& c, uint32_t kernel, KernelState& k, size_t layer,
+                 const std::string& where, TuningRule* out) {
+  bool found = false;
+  for (const RecordView& rec : c.records) {
+    if (rec.kernel != kernel || rec.kind != kRecordTuningRule) continue;
+    if (rec.key_words.size() != 1 || rec.key_words[0] >= k.layers.size() ||
+        k.layers[rec.key_words[0]]->kind != Layer::Kind::kAutotune) {
+      corrupt(where, "a tuning rule for an autotuner the kernel does not have");
+    }
+    if (rec.key_words[0] != layer) continue;
+    if (found) corrupt(where, "two tuning rules for one autotuner");
+    Reader r(rec.payload, k, where, "tuning rule");
+    check_version(r.u8(), kRuleRecordVersion, where, "tuning rules");
+    const std::string text(r.bytes());
+    if (!r.done()) r.fail("bytes after the tuning rule");
+    std::string why, bad, keys;
+    if (!TuningRule::parse(text, out, &why)) corrupt(where, "its tuning rule: " + why);
+    if (!rule_fits(*out, k, *k.layers[layer]->tune, &bad, &keys)) {
+      corrupt(where, "its tuning rule '" + text + "' names '" + bad +
+                         "', which is not a key argument of its autotuner (keys: " + keys + ")");
+    }
+    found = true;
+  }
+  return found;
 }
 
 void decode_heuristics(const ContentsView& c, uint32_t kernel, KernelState& k,

@@ -15,6 +15,7 @@
 //     packed 8 bytes a word, the tuning key words after the options id}; payload = the
 //     choice (meta-parameters, options text, pre_hook flag, why the hook is not an expression
 //     or the hook as one (core/expr.h), Python's best config and key).
+//   kind 3, a tuning rule (bundle/tuning_rule.h): key = {layer}; payload = the rule's text.
 
 #include <cstdint>
 #include <string>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "bundle/format.h"
+#include "bundle/tuning_rule.h"
 #include "core/kernel_state.h"
 #include "core/source.h"
 
@@ -29,6 +31,7 @@ namespace triton_embed::detail::bundle {
 
 constexpr uint32_t kRecordHeuristic = 1;
 constexpr uint32_t kRecordChoice = 2;
+constexpr uint32_t kRecordTuningRule = 3;
 
 // The layers of wrapped kernel `k` (empty for a plain kernel).
 std::string encode_layers(const KernelState& k);
@@ -39,8 +42,20 @@ std::string encode_layers(const KernelState& k);
 void decode_layers(std::string_view bytes, KernelState& k, const std::string& where);
 
 // Appends the decisions noted in k's layers (Heuristic::recorded, TuneLayer::recorded) as
-// records of bundle kernel `kernel`.
+// records of bundle kernel `kernel`, and the tuning rule declared for k (set_tuning_rule)
+// for each autotune layer with tuned choices. ValueError for a rule that names an argument
+// that is not a key of the autotuner.
 void record_decisions(const KernelState& k, uint32_t kernel, Contents& out);
+
+// The record of kind 3 that keeps tuning rule `text` for autotune layer `layer` of bundle
+// kernel `kernel`.
+Record rule_record(uint32_t kernel, size_t layer, const std::string& text);
+
+// The tuning rule `c` holds for k's autotune layer `layer`: false when it holds none. Throws
+// BundleError (kCorrupt) naming `where` for a rule record that does not decode, or names an
+// argument that is not a key of the layer.
+bool decode_rule(const ContentsView& c, uint32_t kernel, KernelState& k, size_t layer,
+                 const std::string& where, TuningRule* out);
 
 // The heuristic results the records of bundle kernel `kernel` in `c` hold, appended to `out`
 // (the runtime makes the first one's deps a heuristic's plan when it has none, and leaves out

@@ -101,6 +101,9 @@ struct Choice {
   // choice (finish_choice), instead of on every launch.
   std::unique_ptr<expr::HookResult> hook_fixed;
   TuningResult result;
+  // Tuned for another key: a bundle's tuning rule chose it for this one (not recorded into
+  // bundles: its key is not the one it was tuned for).
+  bool by_rule = false;
 };
 
 // Completes a choice a source made, before the runtime publishes it (Choice::hook_fixed).

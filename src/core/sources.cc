@@ -256,7 +256,8 @@ const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& 
   TuneBuild build(k, t, f, key, hash);
   const auto* c =
       static_cast<const Choice*>(t.tuning.get(t.mu, 0, key.w, key.n, hash, build, !key.overflow));
-  note_choice(t, f, key, current_target_code(), c);  // the target it was tuned for
+  // The target it was tuned for; a choice a tuning rule gave this key is not noted.
+  note_choice(t, f, key, c->by_rule ? 0 : current_target_code(), c);
   return c;
 }
 

@@ -449,14 +449,71 @@ class _Translator:
         if len(a.args) != 1 or a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
             self.stop(node, "a heuristic that does not take one argument")
         self.argname = a.args[0].arg
-        body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            body = body[1:]  # the docstring
-        if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
-            first = next((st for st in body if not isinstance(st, ast.Return)), node)
-            self.stop(first, "a function body other than one return statement")
-        return self.expr(body[0].value)
+        return self.returned(node.body)
+
+    # ---- statements: local names and if / else (a heuristic's body, a pre_hook's) --------
+
+    def local(self, st):
+        """Takes a statement that only names a value (`name = expr`), or does nothing (a
+        docstring, `pass`); False for any other."""
+        import ast
+
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
+            return True  # a docstring
+        if isinstance(st, ast.Pass):
+            return True
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            if st.targets[0].id == self.argname:
+                self.stop(st, "an assignment to the arguments dict")
+            self.env[st.targets[0].id] = self.expr(st.value)
+            return True
+        return False
+
+    def merge_env(self, test, then_env, else_env):
+        """The local names after an if / else whose branches left then_env and else_env: a
+        name both set to one value keeps it, to two values becomes ("if", test, a, b); a name
+        set on one branch only cannot be read after it (None)."""
+        self.env = {}
+        for name in set(then_env) | set(else_env):
+            a, b = then_env.get(name), else_env.get(name)
+            self.env[name] = a if a == b else (("if", test, a, b) if a is not None and b is not None
+                                               else None)
+
+    def returned(self, body):
+        """The value the statements `body` (the rest of the function) return, as a tree: local
+        names, and if / else. An if whose branches hold no return sets names for what follows
+        (merge_env); one with a return in a branch becomes ("if", test, what its branch and the
+        statements after it return, what the other and those statements return). Falling off
+        the end returns None, as in Python."""
+        import ast
+
+        for i, st in enumerate(body):
+            if self.local(st):
+                continue
+            if isinstance(st, ast.Return):
+                return ("none",) if st.value is None else self.expr(st.value)
+            if not isinstance(st, ast.If):
+                self.stop(st, "the statement %s" % type(st).__name__)
+            test = self.expr(st.test)
+            before = dict(self.env)
+            if not any(isinstance(n, ast.Return) for b in (st.body, st.orelse) for s in b
+                       for n in ast.walk(s)):
+                self.returned_none(st.body)
+                then_env = self.env
+                self.env = dict(before)
+                self.returned_none(st.orelse)
+                self.merge_env(test, then_env, self.env)
+                continue
+            rest = body[i + 1:]
+            then_value = self.returned(st.body + rest)
+            self.env = dict(before)
+            else_value = self.returned(st.orelse + rest)
+            return ("if", test, then_value, else_value)
+        return ("none",)
+
+    def returned_none(self, body):
+        """The statements of a branch with no return: they only set names."""
+        self.returned(body)
 
     def constant(self, value, node):
         if value is None:
@@ -669,15 +726,10 @@ class _HookTranslator(_Translator):
         import ast
 
         for st in body:
-            if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
-                continue  # a docstring
-            if isinstance(st, ast.Pass) or (isinstance(st, ast.Return) and st.value is None):
+            if self.local(st) or (isinstance(st, ast.Return) and st.value is None):
                 continue
             if isinstance(st, ast.Assign) and len(st.targets) == 1:
                 t = st.targets[0]
-                if isinstance(t, ast.Name):
-                    self.env[t.id] = self.expr(st.value)
-                    continue
                 if isinstance(t, ast.Attribute) and t.attr == "block_shape":
                     p = self.target_param(t.value)
                     if not isinstance(st.value, (ast.List, ast.Tuple)):
@@ -705,11 +757,7 @@ class _HookTranslator(_Translator):
         else_effects = dict(effects)
         self.block(st.orelse, else_effects)
         else_env = self.env
-        self.env = {}
-        for name in set(then_env) | set(else_env):
-            a, b = then_env.get(name), else_env.get(name)
-            self.env[name] = a if a == b else (("if", test, a, b) if a is not None and b is not None
-                                               else None)
+        self.merge_env(test, then_env, else_env)
         for key in list(then_effects) + [k for k in else_effects if k not in then_effects]:
             a, b = then_effects.get(key), else_effects.get(key)
             if a is None or b is None:

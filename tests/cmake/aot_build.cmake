@@ -6,12 +6,15 @@
 #   PART=errors  bad calls files and calls: the message, and no output file
 #   PART=fallback  builds tests/aot/fallback_calls.txt (generic `:any` entries next to
 #                specialised ones) for cuda:90 into WORK_DIR/fallback.teb
+#   PART=tune    tunes tests/aot/tune_calls.txt (fake-timing autotuners, value lists, #rule
+#                and --rule) compile-only for cuda:90 into WORK_DIR/tune.teb and lists it
 # Inputs: TOOL, PART, SOURCE_DIR, BUILD_DIR, WORK_DIR, KERNELS (tests/kernels).
 
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 file(COPY "${SOURCE_DIR}/tests/aot/calls.txt" "${SOURCE_DIR}/tests/aot/te_calls.txt"
-     "${SOURCE_DIR}/tests/aot/fallback_calls.txt" DESTINATION "${WORK_DIR}")
+     "${SOURCE_DIR}/tests/aot/fallback_calls.txt" "${SOURCE_DIR}/tests/aot/tune_calls.txt"
+     DESTINATION "${WORK_DIR}")
 # Only --python-path may put tests/kernels on sys.path here.
 unset(ENV{TRITON_EMBED_PYTHONPATH})
 
@@ -66,6 +69,19 @@ set(fp32x3 "x_ptr: *fp32 D, y_ptr: *fp32 D, out_ptr: *fp32 D")
 set(fp16x3 "x_ptr: *fp16, y_ptr: *fp16, out_ptr: *fp16")
 set(axpy "axpy_kernel(${fp32x3}, alpha: fp32, n_elements: i32 D, BLOCK: constexpr = 512)")
 set(axpy_line "pykernels.vector.axpy_kernel: ${axpy} [num_warps=2]")
+
+# What a bad command line prints after its message.
+set(usage "usage: triton-embed-bundle COMMAND ARGS...
+  triton-embed-bundle list FILE...          print what each bundle holds
+  triton-embed-bundle merge -o OUT IN...    write the union of the bundles IN... to OUT
+  triton-embed-bundle build -o OUT [--target TARGET]... [--python-path DIR]... CALLS...
+                                            compile the calls listed in CALLS... (see docs/aot.md)
+                                            for each target into the bundle OUT
+                                            (--rule MODULE:KERNEL=RULE: a tuning rule)
+  triton-embed-bundle tune -o OUT [--target TARGET]... [--python-path DIR]... CALLS...
+                                            the same, tuning autotuned kernels at each call's key
+                                            on the GPU (--target: compile-only; --rule, --buffer-mib N)
+")
 
 if(PART STREQUAL "build")
   set(summary "")
@@ -146,13 +162,6 @@ elseif(PART STREQUAL "errors")
       build -o x.teb calls.txt)
   run(1 "triton-embed-bundle: calls file missing.txt: cannot open it: No such file or directory; check the path\n"
       build --target cuda:90 -o x.teb missing.txt)
-  set(usage "usage: triton-embed-bundle COMMAND ARGS...
-  triton-embed-bundle list FILE...          print what each bundle holds
-  triton-embed-bundle merge -o OUT IN...    write the union of the bundles IN... to OUT
-  triton-embed-bundle build -o OUT [--target TARGET]... [--python-path DIR]... CALLS...
-                                            compile the calls listed in CALLS... (see docs/aot.md)
-                                            for each target into the bundle OUT
-")
   run(2 "triton-embed-bundle: build: give the output file with -o OUT\n${usage}"
       build --target cuda:90 calls.txt)
   run(2 "triton-embed-bundle: build: --target: invalid target 'gpu': expected 'cuda:<arch>' (e.g. cuda:90), 'cuda:<arch>:<warp size>', 'sm_90' or '90'\n${usage}"
@@ -166,7 +175,7 @@ elseif(PART STREQUAL "errors")
   fails("pykernels.vector:add_kernel *fp32 *fp32 *fp32 i32:16\n"
         "bad.txt:1: for cuda:90: add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): expected 5 arguments, got 4")
   fails("pykernels.matmul:matmul_kernel *fp16 *fp16 *fp16 i32:16 i32:16 i32:16 i32:16 1 i32:16 1 i32:16 1\n"
-        "bad.txt:1: pykernels.matmul.matmul_kernel is wrapped in @triton.autotune, and tuning runs the kernel on a GPU, which `triton-embed-bundle build` does not use; record its bundle from a run on the GPU instead (TRITON_EMBED_RECORD=FILE, or triton_embed::write_bundle(FILE) after its launches) and merge it with this one")
+        "bad.txt:1: pykernels.matmul.matmul_kernel is wrapped in @triton.autotune, and tuning runs the kernel on a GPU, which `triton-embed-bundle build` does not use; tune it with `triton-embed-bundle tune` on the GPU (or record its bundle from a run there: TRITON_EMBED_RECORD=FILE) and merge that bundle with this one")
   # A @triton.heuristics kernel: its heuristic runs in Python at build time, and the bundle
   # holds the kernel as wrapped, its inner kernel's entry and the heuristic's result (num_warps).
   set(softmax "softmax_fwd_kernel(x_ptr: *fp32 D, y_ptr: *fp32 D, n_cols: i32, x_row_stride: i32, y_row_stride: i32, BLOCK: constexpr = 1024, COMPUTE: constexpr = triton.language.float32)")
@@ -182,7 +191,7 @@ kernel #0 pykernels.softmax.softmax_fwd_kernel: source hash H, heuristics
   entry #0 cuda:90 'num_warps=4': hash H, key 6 words, signature '${softmax}', cubin N bytes, ptx N bytes
   1 record
 kernel #0 pykernels.softmax.softmax_fwd_kernel: layers, outermost first
-  layer 0 heuristic 'num_warps': recorded values only (a function body other than one return statement: block = args[\"BLOCK\"] (line 8))\n" list heur.teb)
+  layer 0 heuristic 'num_warps': (16 if (args[\"BLOCK\"] >= 4096) else (8 if (args[\"BLOCK\"] >= 2048) else 4))\n" list heur.teb)
   # Without --python-path the module of te_calls.txt is not found.
   execute_process(COMMAND "${TOOL}" build --target cuda:90 -o x.teb te_calls.txt
                   WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE rc ERROR_VARIABLE err)
@@ -203,6 +212,68 @@ fallback_calls.txt:8: cuda:90 ${add}(x_ptr: *fp32, y_ptr: *fp32 D, out_ptr: ${an
 fallback_calls.txt:9: cuda:90 ${add}(x_ptr: *fp32, y_ptr: *fp32, out_ptr: ${any}
 wrote fallback.teb: 1 kernel, 5 entries, 0 records from 5 calls
 " build --target cuda:90 -o fallback.teb fallback_calls.txt)
+elseif(PART STREQUAL "tune")
+  # Config strings differ between Triton versions (ir_override): checked by their start.
+  execute_process(COMMAND "${TOOL}" tune --target cuda:90 --python-path "${KERNELS}"
+                          --rule te_tune_kernels:rule_pow2_kernel=bucket:pow2 -o tune.teb
+                          tune_calls.txt
+                  WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  set(sig "(x_ptr: *fp32 D, out_ptr: *fp32 D, n: i32, m: i32, MODE: constexpr = 'mul', BLOCK: constexpr =")
+  set(f32 "'torch.float32', 'torch.float32'")
+  foreach(want
+      "tune_calls.txt:5: cuda:90 te_tune_kernels.rule_nearest_kernel: rule_nearest_kernel${sig} 4096)\n"
+      "tune_calls.txt:6: cuda:90 te_tune_kernels.rule_pow2_kernel: rule_pow2_kernel${sig} 128)\n"
+      "tune_calls.txt:5: cuda:90 te_tune_kernels.rule_nearest_kernel key (256, ${f32}): BLOCK: 256, num_warps: 4,"
+      "tune_calls.txt:6: cuda:90 te_tune_kernels.rule_pow2_kernel key (32, ${f32}): BLOCK: 16, num_warps: 4,"
+      "tune_calls.txt:6: cuda:90 te_tune_kernels.rule_pow2_kernel key (64, ${f32}): BLOCK: 128, num_warps: 4,"
+      "wrote tune.teb: 2 kernels, 6 entries, 10 records from 8 calls\n")
+    string(FIND "${out}" "${want}" at)
+    if(NOT rc EQUAL 0 OR at EQUAL -1)
+      message(FATAL_ERROR "tune: exit status ${rc}, no line '${want}' in:\n${out}\nstderr:\n${err}")
+    endif()
+  endforeach()
+  # Progress: kernel, key, configs done of total, the best so far.
+  set(want "tune: te_tune_kernels.rule_nearest_kernel key (4096, ${f32}): 4/4 configs, best so far BLOCK: 4096,")
+  string(FIND "${err}" "${want}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "tune: no progress line '${want}' in:\n${err}")
+  endif()
+  execute_process(COMMAND "${TOOL}" list tune.teb WORKING_DIRECTORY "${WORK_DIR}"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  foreach(want
+      "kernel #0 te_tune_kernels.rule_nearest_kernel: layers, outermost first\n  layer 0 autotune, key [n], rule for keys nobody tuned: nearest\n    cuda:90 key (16, ${f32}): BLOCK: 16,"
+      "  layer 0 autotune, key [n], rule for keys nobody tuned: bucket:pow2\n")
+    string(FIND "${out}" "${want}" at)
+    if(NOT rc EQUAL 0 OR at EQUAL -1)
+      message(FATAL_ERROR "list tune.teb: exit status ${rc}, no '${want}' in:\n${out}${err}")
+    endif()
+  endforeach()
+  # What tune refuses: a rule that does not parse, a value list that is not one, no target
+  # and no GPU (CI has none), and an autotuned kernel given to build.
+  file(WRITE "${WORK_DIR}/bad_rule.txt" "#rule te_tune_kernels:rule_exact_kernel bucket:9,3\n")
+  run(1 "triton-embed-bundle: bad_rule.txt:1: set_tuning_rule(\"te_tune_kernels.rule_exact_kernel\", \"bucket:9,3\"): 'bucket:9,3': the bounds must ascend\n"
+      tune --target cuda:90 -o bad.teb bad_rule.txt)
+  run(2 "triton-embed-bundle: tune: --rule 'nearest': expected MODULE:KERNEL=RULE, e.g. --rule pykernels.matmul:matmul_kernel=nearest\n${usage}"
+      tune --target cuda:90 -o bad.teb --rule nearest tune_calls.txt)
+  file(WRITE "${WORK_DIR}/bad_list.txt" "te_tune_kernels:rule_exact_kernel *fp32 *fp32 1,2,5,...,64 8 'mul'\n")
+  run(1 "triton-embed-bundle: bad_list.txt:1: argument 3: '1,2,5,...,64': the values before '...' have no constant step or ratio; expected a value list of integers, e.g. 16,256,4096 or 1,2,4,...,65536\n"
+      tune --target cuda:90 -o bad.teb bad_list.txt)
+  file(WRITE "${WORK_DIR}/no_gpu.txt" "te_tune_kernels:rule_exact_kernel *fp32 *fp32 16 8 'mul'\n")
+  execute_process(COMMAND "${TOOL}" tune --python-path "${KERNELS}" -o bad.teb no_gpu.txt
+                  WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 1 OR NOT err MATCHES "no_gpu.txt:1: no target for this call and no GPU to tune on")
+    message(FATAL_ERROR "tune without a GPU: exit status ${rc}:\n${err}")
+  endif()
+  execute_process(COMMAND "${TOOL}" build --target cuda:90 --python-path "${KERNELS}" -o bad.teb no_gpu.txt
+                  WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 1 OR NOT err MATCHES "tune it with `triton-embed-bundle tune` on the GPU")
+    message(FATAL_ERROR "build of an autotuned kernel: exit status ${rc}:\n${err}")
+  endif()
+  file(GLOB left "${WORK_DIR}/bad.teb*")
+  if(left)
+    message(FATAL_ERROR "a failed tune left ${left} behind")
+  endif()
 else()
-  message(FATAL_ERROR "PART must be build, errors or fallback, not '${PART}'")
+  message(FATAL_ERROR "PART must be build, errors, fallback or tune, not '${PART}'")
 endif()

@@ -72,6 +72,10 @@ set(usage "usage: triton-embed-bundle COMMAND ARGS...
   triton-embed-bundle build -o OUT [--target TARGET]... [--python-path DIR]... CALLS...
                                             compile the calls listed in CALLS... (see docs/aot.md)
                                             for each target into the bundle OUT
+                                            (--rule MODULE:KERNEL=RULE: a tuning rule)
+  triton-embed-bundle tune -o OUT [--target TARGET]... [--python-path DIR]... CALLS...
+                                            the same, tuning autotuned kernels at each call's key
+                                            on the GPU (--target: compile-only; --rule, --buffer-mib N)
 ")
 run(2 "${usage}")
 run(2 "triton-embed-bundle: unknown command 'frob'\n${usage}" frob)

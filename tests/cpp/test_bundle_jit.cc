@@ -20,6 +20,7 @@
 #include "bundle_calls.h"
 #include "core/kernel_state.h"
 #include "core/target.h"
+#include "rule_calls.h"
 #include "test_support.h"
 #include "testing/testing.h"
 
@@ -192,6 +193,75 @@ TEST_F(BundleJit, RecordWritesWhatWasCompiled) {
       only80.entries.end());
   ASSERT_EQ(only80.entries.size(), 1u);
   tb::write_file(only80, te_bundle::dir() + "/ptx80.teb");
+}
+
+// Tuning rules travel with the tuned choices: each rule_*_kernel tuned at a few n (fake
+// timings: the best BLOCK is the config nearest n), with its rule declared, and the listing
+// shows the rules. Rules that do not parse, or name no key argument, are refused.
+class BundleJitRules : public BundleJit {};
+
+// Runs `f`, expects it to throw E, and returns the message.
+template <class E, class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no exception of the expected type was thrown";
+  return "";
+}
+
+TEST_F(BundleJitRules, Record) {
+  EXPECT_EQ(message_of<te::ValueError>(
+                [] { te::set_tuning_rule("te_tune_kernels.rule_exact_kernel", "bucket:64,16"); }),
+            "set_tuning_rule(\"te_tune_kernels.rule_exact_kernel\", \"bucket:64,16\"): "
+            "'bucket:64,16': the bounds must ascend");
+  EXPECT_EQ(message_of<te::ValueError>(
+                [] { te::set_tuning_rule("te_tune_kernels.rule_exact_kernel", "closest"); }),
+            "set_tuning_rule(\"te_tune_kernels.rule_exact_kernel\", \"closest\"): 'closest' is "
+            "not a rule; expected exact, nearest, bucket:pow2 or bucket:B1,B2,... (ascending "
+            "upper bounds), optionally as NAME=RULE for one key argument, items separated by "
+            "';'");
+  EXPECT_THROW(te::set_tuning_rule("rule_exact_kernel", "nearest"), te::ValueError);
+  std::ofstream hashes(te_rules::hashes_path());
+  for (const te_rules::RuleKernel& rk : te_rules::kRuleKernels) {
+    const te::JitFunction k("te_tune_kernels", rk.kernel);
+    if (rk.rule != nullptr)
+      te::set_tuning_rule(std::string("te_tune_kernels.") + rk.kernel, rk.rule);
+    for (int n : rk.tuned) {
+      const std::string at = std::string(rk.kernel) + ":" + std::to_string(n);
+      hashes << at << " " << te_rules::compile(k, n).hash() << "\n";
+      const te::TuningResult* r = te_rules::tuning_result(k, n);
+      ASSERT_NE(r, nullptr) << at;
+      hashes << "best:" << at << " " << r->best.str << "\n";
+      // The fake timings choose the config nearest n.
+      EXPECT_EQ(r->best.str.rfind("BLOCK: " + std::to_string(n) + ", num_warps: 4,", 0), 0u)
+          << at << ": " << r->best.str;
+    }
+  }
+  hashes.close();
+  // A rule that names an argument that is not a key: write_bundle refuses it.
+  te::set_tuning_rule("te_tune_kernels.rule_exact_kernel", "q=nearest");
+  EXPECT_EQ(
+      message_of<te::ValueError>([] { te::write_bundle(te_bundle::dir() + "/rules_bad.teb"); }),
+      "te_tune_kernels.rule_exact_kernel: its tuning rule 'q=nearest' names 'q', which is "
+      "not a key argument of its autotuner (keys: n); name one of those in "
+      "set_tuning_rule (or the calls file's #rule, or --rule)");
+  te::set_tuning_rule("te_tune_kernels.rule_exact_kernel", "exact");  // none
+  te::write_bundle(te_rules::bundle_path());
+  const std::string listed = tb::describe_decisions(tb::Bundle::open(te_rules::bundle_path()));
+  EXPECT_NE(listed.find("layer 0 autotune, key [n], rule for keys nobody tuned: nearest\n"
+                        "    cuda:90 key (16, 'torch.float32', 'torch.float32'): BLOCK: 16"),
+            std::string::npos)
+      << listed;
+  EXPECT_NE(listed.find("key [n], rule for keys nobody tuned: bucket:16,256,4096\n"),
+            std::string::npos);
+  EXPECT_NE(listed.find("key [n, m, MODE], rule for keys nobody tuned: n=nearest\n"),
+            std::string::npos);
+  EXPECT_NE(listed.find("rule_exact_kernel: layers, outermost first\n  layer 0 autotune, key "
+                        "[n]\n"),
+            std::string::npos);
 }
 
 TEST_F(BundleJit, AnEntryOfOtherSourceIsNotUsed) {

@@ -185,6 +185,22 @@ TEST_F(Expr, EqualsPythonOnRandomInputsForEverySupportedForm) {
   EXPECT_GT(raised, 50);  // division by zero, order comparisons of strings and numbers
 }
 
+// The ops' heuristics (pykernels' softmax, norm and matmul, row_warps with its local name
+// included) are all expressions: a runtime-only program computes them for any arguments.
+TEST_F(Expr, TheOpsHeuristicsTranslate) {
+  te_test::Gil gil;
+  py::list found = te_test::eval("te_expr_cases").attr("ops_heuristics")();
+  EXPECT_GE(found.size(), 5u);
+  for (auto item : found) {
+    py::tuple c = py::reinterpret_borrow<py::tuple>(item);
+    std::vector<std::string> params;
+    for (auto p : py::list(c[2])) params.push_back(p.cast<std::string>());
+    std::string why;
+    const ex::Program p = te::detail::py::heuristic_program(c[1], params, &why);
+    EXPECT_FALSE(p.empty()) << c[0].cast<std::string>() << ": " << why;
+  }
+}
+
 TEST_F(Expr, FormsOutsideTheEvaluatorAreNamed) {
   te_test::Gil gil;
   py::dict cases = te_test::eval("te_expr_cases.UNSUPPORTED");

@@ -16,7 +16,10 @@
 
 #include "alloc_counter.h"
 #include "argument_error_cases.h"
+#include "bundle/format.h"
+#include "bundle/store.h"
 #include "bundle_calls.h"
+#include "rule_calls.h"
 #include "testing/testing.h"
 
 namespace te = triton_embed;
@@ -215,10 +218,13 @@ TEST_F(RuntimeOnlyBundle, WrappedKernelsLaunchFromTheRecordedDecisions) {
   // What the recording did not see raises NotInBundleError: a tuning key, a heuristic's input.
   EXPECT_EQ(message_of<te::NotInBundleError>(
                 [&] { tuned.compile(te_bundle::kX, te_bundle::kOut, 3000); }),
-            "te_tune_kernels.fake_tuned_heur_kernel: the tuned configuration for this tuning key "
-            "is in no kernel bundle; this program links triton_embed::runtime only, which runs no "
-            "Python and compiles nothing: link triton_embed::triton_embed to compile kernels with "
-            "Triton on first use, or build a kernel bundle that holds it");
+            "te_tune_kernels.fake_tuned_heur_kernel: no kernel bundle holds the tuned "
+            "configuration for tuning key n=3000 (cuda:90), and its tuning rule (exact: none was "
+            "declared) does not cover it: key argument 'n': its rule is exact, and 3000 was not "
+            "tuned (tuned: 1000, 1024); tune this key too (list it in the calls file of "
+            "`triton-embed-bundle tune`, or record a run that launches it), or declare a rule "
+            "that covers it (triton_embed::set_tuning_rule, a calls file's #rule, "
+            "triton-embed-bundle --rule)");
   const te::JitFunction counted("te_tune_kernels", "counted_heur_kernel");
   EXPECT_EQ(message_of<te::NotInBundleError>(
                 [&] { counted.compile(te_bundle::kX, te_bundle::kOut, 5000); }),
@@ -630,6 +636,167 @@ TEST_F(RuntimeOnlyFallbackStrict, OnlyExactEntriesServe) {
               std::string::npos)
         << m;
   }
+  EXPECT_TRUE(notices.empty());
+}
+
+// Tuning keys nobody tuned (issue 21), from the bundle BundleJit.RecordRules wrote
+// (runtime_only_rules; rule_calls.h): each rule_*_kernel tuned at a few n, with its rule.
+class RuntimeOnlyRules : public RuntimeOnlyFallback {
+ protected:
+  // The hash of the entry recorded for kernel at n, and str() of the config tuned there.
+  static std::string recorded(const std::string& what) {
+    static const std::map<std::string, std::string> m =
+        te_bundle::read_hashes(te_rules::hashes_path());
+    auto it = m.find(what);
+    return it != m.end() ? it->second : "(not recorded: " + what + ")";
+  }
+  // Checks that kernel k at n launches what was tuned at `served` (the same config, hence the
+  // same entry), and that the first launch said so, once.
+  void expect_served(const char* kernel, int n, int served) {
+    SCOPED_TRACE(std::string(kernel) + " n=" + std::to_string(n));
+    const te::JitFunction k("te_tune_kernels", kernel);
+    const std::string at = std::string(kernel) + ":" + std::to_string(served);
+    notices.clear();
+    for (int round = 0; round < 2; ++round) {
+      EXPECT_EQ(te_rules::compile(k, n).hash(), recorded(at));
+      const te::TuningResult* r = te_rules::tuning_result(k, n);
+      ASSERT_NE(r, nullptr);
+      EXPECT_EQ(r->best.str, recorded("best:" + at));
+    }
+    if (n == served) {
+      EXPECT_TRUE(notices.empty());
+      return;
+    }
+    ASSERT_EQ(notices.size(), 1u);  // once per key: the second launch is a plain hit
+    const te::BundleNotice& b = notices[0];
+    EXPECT_TRUE(b.tuning_rule);
+    EXPECT_FALSE(b.ptx);
+    EXPECT_FALSE(b.less_specialised);
+    EXPECT_EQ(b.kernel, std::string("te_tune_kernels.") + kernel);
+    EXPECT_EQ(b.target, "cuda:90");
+    EXPECT_EQ(b.entry_target, "cuda:90");
+    EXPECT_EQ(b.bundle, bundle());
+    const bool two_d = std::string(kernel) == "rule_2d_kernel";
+    const std::string tail = two_d ? ", m=8, MODE='mul'" : "";
+    EXPECT_EQ(b.asked, "n=" + std::to_string(n) + tail);
+    EXPECT_EQ(b.served, "n=" + std::to_string(served) + tail);
+    EXPECT_EQ(b.message, "triton_embed: te_tune_kernels." + std::string(kernel) +
+                             ": no kernel bundle holds a tuned choice for tuning key " + b.asked +
+                             " (cuda:90); as its tuning rule '" + b.rule + "' (bundle " + bundle() +
+                             ") says, the choice tuned for " + b.served +
+                             " on cuda:90 serves it: " + recorded("best:" + at) +
+                             " (tune this key too to launch its own choice; "
+                             "TRITON_EMBED_BUNDLE_STRICT=1 refuses keys nobody tuned instead)\n");
+  }
+  // Why kernel k refuses n (the part of the NotInBundleError after "does not cover it: ").
+  std::string refused(const char* kernel, int n, int m = 8, const char* mode = "mul",
+                      bool half = false) {
+    const te::JitFunction k("te_tune_kernels", kernel);
+    const std::string msg = message_of<te::NotInBundleError>([&] {
+      if (half) {
+        k.compile(te_bundle::kHalf, te_bundle::kHalf, n, m, mode);
+      } else {
+        te_rules::compile(k, n, m, mode);
+      }
+    });
+    const std::string head = "does not cover it: ", end = "; tune this key too";
+    const size_t from = msg.find(head), to = msg.find(end);
+    if (from == std::string::npos || to == std::string::npos) return msg;
+    return msg.substr(from + head.size(), to - from - head.size());
+  }
+};
+
+TEST_F(RuntimeOnlyRules, NearestServesTheNearestTunedKeyOnALog2Scale) {
+  // Tuned at 16, 256, 4096. 64 is as near 16 as 256 (log2: 4, 6, 8): ties go to the larger.
+  for (auto [n, served] : {std::pair{16, 16},
+                           {1, 16},
+                           {7, 16},
+                           {64, 256},
+                           {100, 256},
+                           {300, 256},
+                           {1000, 256},
+                           {2000, 4096},
+                           {5000, 4096},
+                           {9000, 4096}}) {
+    expect_served("rule_nearest_kernel", n, served);
+  }
+  EXPECT_EQ(refused("rule_nearest_kernel", 0),
+            "key argument 'n': its rule is nearest, on a log2 scale of positive values, and 0 "
+            "was not tuned (tuned: 16, 256, 4096)");
+}
+
+TEST_F(RuntimeOnlyRules, BucketsServeATunedKeyOfTheSameBucket) {
+  // bucket:pow2, tuned at 16, 128, 256, 4096: (64, 128] -> 128, (128, 256] -> 256, ...
+  for (auto [n, served] : {std::pair{100, 128}, {129, 256}, {200, 256}, {3000, 4096}, {9, 16}}) {
+    expect_served("rule_pow2_kernel", n, served);
+  }
+  EXPECT_EQ(refused("rule_pow2_kernel", 50),
+            "key argument 'n': its rule is bucket:pow2, and no value in 50's bucket (32, 64] was "
+            "tuned (tuned: 16, 128, 256, 4096)");
+  // bucket:16,256,4096, tuned at each bound: (-inf, 16] -> 16, (16, 256] -> 256, ...
+  for (auto [n, served] : {std::pair{7, 16}, {17, 256}, {100, 256}, {4000, 4096}}) {
+    expect_served("rule_bounds_kernel", n, served);
+  }
+  EXPECT_EQ(refused("rule_bounds_kernel", 5000),
+            "key argument 'n': its rule is bucket:16,256,4096, and 5000 is above its last bound "
+            "(tuned: 16, 256, 4096)");
+}
+
+TEST_F(RuntimeOnlyRules, WhatNoRuleCoversRaisesNotInBundleErrorSayingWhy) {
+  expect_served("rule_exact_kernel", 256, 256);
+  const te::JitFunction exact("te_tune_kernels", "rule_exact_kernel");
+  EXPECT_EQ(message_of<te::NotInBundleError>([&] { te_rules::compile(exact, 100); }),
+            "te_tune_kernels.rule_exact_kernel: no kernel bundle holds the tuned configuration "
+            "for tuning key n=100 (cuda:90), and its tuning rule (exact: none was declared) does "
+            "not cover it: key argument 'n': its rule is exact, and 100 was not tuned (tuned: 16, "
+            "256, 4096); tune this key too (list it in the calls file of `triton-embed-bundle "
+            "tune`, or record a run that launches it), or declare a rule that covers it "
+            "(triton_embed::set_tuning_rule, a calls file's #rule, triton-embed-bundle --rule)");
+  // n=nearest, and m exact (no item names it, and there is no default): key (n, m, MODE).
+  expect_served("rule_2d_kernel", 1000, 256);
+  EXPECT_EQ(refused("rule_2d_kernel", 1000, 9),
+            "key argument 'm': its rule is exact, and 9 was not tuned (tuned: 8)");
+  // Parts no rule covers: a string, the tensor arguments' dtypes.
+  EXPECT_EQ(refused("rule_2d_kernel", 1000, 8, "add"),
+            "no tuned key matches it in its other parts: of the nearest, key argument 'MODE' "
+            "differs (rules apply to integers only)");
+  EXPECT_EQ(refused("rule_2d_kernel", 256, 8, "mul", true),
+            "no tuned key matches it in its other parts: of the nearest, the dtypes of the "
+            "tensor arguments (part of the tuning key) differ");
+  const te::JitFunction two_d("te_tune_kernels", "rule_2d_kernel");
+  EXPECT_NE(message_of<te::NotInBundleError>([&] { te_rules::compile(two_d, 1000, 9); })
+                .find("and the kernel's tuning rule 'n=nearest' (bundle " + bundle() +
+                      ") does not cover it"),
+            std::string::npos);
+}
+
+// A runtime-only process that writes what it loaded keeps the rules, and records the choices
+// tuned for their keys only: not those a rule gave other keys.
+TEST_F(RuntimeOnlyRules, WritingTheLoadedBundleKeepsTheRules) {
+  expect_served("rule_nearest_kernel", 150, 256);
+  expect_served("rule_2d_kernel", 301, 256);
+  const std::string path = te_bundle::dir() + "/rules_again.teb";
+  te::write_bundle(path);
+  const std::string listed =
+      te::detail::bundle::describe_decisions(te::detail::bundle::Bundle::open(path));
+  EXPECT_NE(listed.find("key [n], rule for keys nobody tuned: nearest\n    cuda:90 key (16, "),
+            std::string::npos)
+      << listed;
+  EXPECT_NE(listed.find("key [n, m, MODE], rule for keys nobody tuned: n=nearest\n"),
+            std::string::npos)
+      << listed;
+  EXPECT_EQ(listed.find("key (150, "), std::string::npos) << listed;
+  EXPECT_EQ(listed.find("key (301, "), std::string::npos) << listed;
+}
+
+// TRITON_EMBED_BUNDLE_STRICT=1 (runtime_only_rules_strict): recorded keys only.
+class RuntimeOnlyRulesStrict : public RuntimeOnlyRules {};
+
+TEST_F(RuntimeOnlyRulesStrict, OnlyRecordedKeysServe) {
+  expect_served("rule_nearest_kernel", 256, 256);
+  EXPECT_EQ(refused("rule_nearest_kernel", 100),
+            "key argument 'n': its rule is exact, and 100 was not tuned (tuned: 16, 256, 4096) "
+            "(TRITON_EMBED_BUNDLE_STRICT=1: recorded keys only)");
   EXPECT_TRUE(notices.empty());
 }
 

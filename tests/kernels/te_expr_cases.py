@@ -91,6 +91,57 @@ def defined_heuristic(args):
 
 CASES["def"] = ({"n": "pos"}, defined_heuristic)
 
+
+def row_warps(args):
+    """pykernels.heuristics.row_warps: a local name, then a return."""
+    block = args["BLOCK"]
+    return 16 if block >= 4096 else 8 if block >= 2048 else 4
+
+
+def statements_heuristic(args):
+    """Local names, and if / elif / else whose branches return or go on to what follows."""
+    n = args["n"]
+    block = triton.next_power_of_2(n)
+    if block > 4096:
+        return 16
+    elif block > 1024:
+        warps = 8
+        extra = 1
+    else:
+        warps = 4
+        extra = 0
+        if n % 3 == 0:
+            return -warps
+    if args["a"] < 0:
+        warps = warps * 2
+    else:
+        pass
+    return warps + extra + (n > 100)
+
+
+def falls_through(args):
+    """No return on one path: Python returns None there."""
+    if args["a"] > 0:
+        return args["a"]
+
+
+CASES["row_warps"] = ({"BLOCK": "pos"}, row_warps)
+CASES["statements"] = ({"n": "pos", "a": "int"}, statements_heuristic)
+CASES["falls_through"] = ({"a": "int"}, falls_through)
+
+
+def _one_branch_name(args):
+    if args["a"] > 0:
+        x = 1
+    return x  # noqa: F821 (unbound when a <= 0)
+
+
+def _loop(args):
+    total = 0
+    for _ in range(3):
+        total += args["a"]
+    return total
+
 # Forms outside the evaluator, each with the construct it names.
 UNSUPPORTED = {
     "comprehension": (lambda args: [v for v in args.values()], "the construct ListComp"),
@@ -102,6 +153,8 @@ UNSUPPORTED = {
     "in": (lambda args: args["s"] in ("a", "b"), "the comparison In"),
     "is_int": (lambda args: args["a"] is LIMIT, "`is` other than against None, True or False"),
     "math": (lambda args: math.log2(args["a"]), "a call of log2"),
+    "one_branch_name": (_one_branch_name, "a name set on one branch of an if only: x (line"),
+    "loop": (_loop, "the statement For: for _ in range(3): ... (line"),
 }
 UNSUPPORTED_PARAMS = ["a", "s", "p"]
 
@@ -304,3 +357,21 @@ def run(name, args):
         return ("value", fn(dict(args)))
     except Exception as e:  # noqa: BLE001  (the type is what is compared)
         return ("raise", type(e).__name__)
+
+
+def ops_heuristics():
+    """(where, function, parameter names) of every @triton.heuristics of pykernels' ops."""
+    import importlib
+
+    from triton.runtime.autotuner import Autotuner, Heuristics
+
+    out = []
+    for module in ("pykernels.softmax", "pykernels.norm", "pykernels.matmul"):
+        for name, obj in vars(importlib.import_module(module)).items():
+            layer = obj
+            while isinstance(layer, (Autotuner, Heuristics)):
+                if isinstance(layer, Heuristics):
+                    for key, fn in layer.values.items():
+                        out.append(("%s.%s %s" % (module, name, key), fn, list(layer.arg_names)))
+                layer = layer.fn
+    return out

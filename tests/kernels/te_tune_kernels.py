@@ -531,3 +531,76 @@ def expr_heur_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 3, mask=mask)
+
+
+# ---- tuning keys nobody tuned (issue 21) -----------------------------------------------------
+#
+# Autotuned with fake timings that depend on n: the best BLOCK is the config's nearest to n on
+# a log2 scale, so keys tuned at different n choose different configs. A bundle records them
+# at a few n with a tuning rule each (test_bundle_jit's BundleJit.RecordRules, or
+# `triton-embed-bundle tune`); a program without Python then resolves other n by the rule
+# (test_runtime_only's RuntimeOnlyRules). n and m are not specialised, so the entry compiled
+# for a config serves every n.
+
+_RULE_CONFIGS = [triton.Config({"BLOCK": b}, num_warps=4) for b in (16, 128, 256, 4096)]
+
+
+def fake_bench_by_n(kernel_call, quantiles=None):
+    """Fake timings: |log2(BLOCK) - log2(n)|, the larger BLOCK winning ties."""
+    import inspect
+    import math
+
+    closure = inspect.getclosurevars(kernel_call).nonlocals
+    block = closure["config"].kwargs["BLOCK"]
+    n = max(int(closure["full_nargs"]["n"]), 1)
+    ms = 1.0 + abs(math.log2(block) - math.log2(n)) - block * 1e-9
+    return [ms, ms * 0.9, ms * 1.1]
+
+
+@triton.jit
+def _rule_store(x_ptr, out_ptr, n, m, MODE: tl.constexpr, BLOCK: tl.constexpr):
+    """out = x * m (MODE "mul") or x + m (MODE "add")."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0)
+    if MODE == "mul":
+        y = x * m
+    else:
+        y = x + m
+    tl.store(out_ptr + offs, y, mask=mask)
+
+
+# One kernel per rule (a bundle names a kernel by its function's name), each out = x * m.
+@triton.autotune(configs=_RULE_CONFIGS, key=["n"], do_bench=fake_bench_by_n)
+@triton.jit(do_not_specialize=["n", "m"])
+def rule_nearest_kernel(x_ptr, out_ptr, n, m, MODE: tl.constexpr, BLOCK: tl.constexpr):
+    """Recorded with the rule "nearest"."""
+    _rule_store(x_ptr, out_ptr, n, m, MODE, BLOCK)
+
+
+@triton.autotune(configs=_RULE_CONFIGS, key=["n"], do_bench=fake_bench_by_n)
+@triton.jit(do_not_specialize=["n", "m"])
+def rule_pow2_kernel(x_ptr, out_ptr, n, m, MODE: tl.constexpr, BLOCK: tl.constexpr):
+    """Recorded with the rule "bucket:pow2"."""
+    _rule_store(x_ptr, out_ptr, n, m, MODE, BLOCK)
+
+
+@triton.autotune(configs=_RULE_CONFIGS, key=["n"], do_bench=fake_bench_by_n)
+@triton.jit(do_not_specialize=["n", "m"])
+def rule_bounds_kernel(x_ptr, out_ptr, n, m, MODE: tl.constexpr, BLOCK: tl.constexpr):
+    """Recorded with the rule "bucket:16,256,4096"."""
+    _rule_store(x_ptr, out_ptr, n, m, MODE, BLOCK)
+
+
+@triton.autotune(configs=_RULE_CONFIGS, key=["n"], do_bench=fake_bench_by_n)
+@triton.jit(do_not_specialize=["n", "m"])
+def rule_exact_kernel(x_ptr, out_ptr, n, m, MODE: tl.constexpr, BLOCK: tl.constexpr):
+    """Recorded with no rule: exact."""
+    _rule_store(x_ptr, out_ptr, n, m, MODE, BLOCK)
+
+
+@triton.autotune(configs=_RULE_CONFIGS, key=["n", "m", "MODE"], do_bench=fake_bench_by_n)
+@triton.jit(do_not_specialize=["n", "m"])
+def rule_2d_kernel(x_ptr, out_ptr, n, m, MODE: tl.constexpr, BLOCK: tl.constexpr):
+    """Recorded with the rule "n=nearest": m exact, MODE (a string) always exact."""
+    _rule_store(x_ptr, out_ptr, n, m, MODE, BLOCK)
