@@ -264,7 +264,8 @@ std::vector<Logical> logical_lines(std::string_view text, const std::string& fil
     ++n;
     if (!raw.empty() && raw.back() == '\r') raw.pop_back();
     const size_t first = raw.find_first_not_of(" \t");
-    if (pending_line == 0 && first != std::string::npos && raw.compare(first, 5, "#rule") == 0 &&
+    if (pending_line == 0 && first != std::string::npos &&
+        (raw.compare(first, 5, "#rule") == 0 || raw.compare(first, 5, "#grid") == 0) &&
         (raw.size() == first + 5 || std::isspace(static_cast<unsigned char>(raw[first + 5])))) {
       out.push_back({n, raw.substr(first)});  // a directive, not a comment
       continue;
@@ -474,12 +475,19 @@ std::vector<Call> parse_calls(std::string_view text, const std::string& file,
   for (const Logical& l : logical_lines(text, file)) {
     const std::vector<std::string> toks = tokens(l.text);
     if (toks.empty()) continue;
-    if (toks[0] == "#rule") {
-      // #rule MODULE:KERNEL RULE (the rule may hold blanks: the rest of the line).
+    if (toks[0] == "#rule" || toks[0] == "#grid") {
+      // #rule MODULE:KERNEL RULE, #grid MODULE:KERNEL GRID (the rest of the line).
+      const bool grid = toks[0] == "#grid";
       const std::string expected =
-          "expected #rule MODULE:KERNEL RULE (e.g. #rule pykernels.matmul:matmul_kernel "
-          "M=nearest)";
-      if (toks.size() < 3) syntax_error(file, l.line, "a #rule line without a rule; " + expected);
+          grid ? "expected #grid MODULE:KERNEL DIMS (e.g. #grid pykernels.matmul:matmul_kernel "
+                 "cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N))"
+               : "expected #rule MODULE:KERNEL RULE (e.g. #rule pykernels.matmul:matmul_kernel "
+                 "M=nearest)";
+      if (toks.size() < 3) {
+        syntax_error(file, l.line,
+                     std::string("a ") + toks[0] + " line without " + (grid ? "a grid" : "a rule") +
+                         "; " + expected);
+      }
       const std::string& k = toks[1];
       const size_t colon = k.find(':');
       const size_t split = colon != std::string::npos ? colon : k.rfind('.');
@@ -490,6 +498,7 @@ std::vector<Call> parse_calls(std::string_view text, const std::string& file,
       RuleDecl r;
       r.file = file;
       r.line = l.line;
+      r.grid = grid;
       r.kernel = k.substr(0, split) + "." + k.substr(split + 1);
       for (size_t i = 2; i < toks.size(); ++i) r.rule += (i > 2 ? " " : "") + toks[i];
       if (rules != nullptr) rules->push_back(std::move(r));

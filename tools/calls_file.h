@@ -58,12 +58,16 @@ struct Call {
 };
 
 // A `#rule MODULE:KERNEL RULE` line: the tuning rule for keys nobody tuned of an autotuned
-// kernel (triton_embed::set_tuning_rule checks the rule's text).
+// kernel (triton_embed::set_tuning_rule checks the rule's text); or, with `grid`, a
+// `#grid MODULE:KERNEL DIMS` line: the grid `tune` benchmarks the kernel's configs on, one to
+// three comma-separated integer expressions over the kernel's parameters (the call's
+// arguments and each config's meta-parameters): + - * //, parentheses, cdiv(a, b).
 struct RuleDecl {
   std::string file;
   int line = 0;
+  bool grid = false;
   std::string kernel;  // module.name
-  std::string rule;
+  std::string rule;    // the rule, or the grid's text
   std::string where() const { return file + ":" + std::to_string(line); }
 };
 

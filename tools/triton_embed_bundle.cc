@@ -10,9 +10,9 @@
 //   triton-embed-bundle tune -o OUT [--target TARGET]... [--python-path DIR]...
 //                            [--rule MODULE:KERNEL=RULE]... [--buffer-mib N] CALLS...
 //                                             the same, tuning autotuned kernels for each
-//                                             call's key (on the GPU; with --target,
-//                                             compile-only, for kernels whose benchmark
-//                                             launches nothing)
+//                                             call's key (on the GPU, on each kernel's
+//                                             #grid; with --target, compile-only, for
+//                                             kernels whose benchmark launches nothing)
 //
 // Exit status: 0 done, 1 a bundle could not be read, merged, built or written (the message on
 // stderr says which and why), 2 bad usage. A subcommand is one row of kCommands.
@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -261,6 +262,128 @@ class DeviceBuffers {
   std::vector<uint64_t> bufs_;
 };
 
+// A `#grid` line's dimensions: integer expressions over the kernel's parameters (+ - * //,
+// parentheses, cdiv(a, b)), evaluated on each launch's Meta (tune benchmarks on it).
+class GridExpr {
+ public:
+  static GridExpr parse(const std::string& text, const std::string& where) {
+    GridExpr g;
+    g.where_ = where;
+    size_t start = 0;
+    for (int dim = 0; dim <= 3; ++dim) {
+      // Split at top-level commas.
+      int depth = 0;
+      size_t end = start;
+      while (end < text.size() && !(depth == 0 && text[end] == ',')) {
+        depth += text[end] == '(' ? 1 : text[end] == ')' ? -1 : 0;
+        ++end;
+      }
+      if (dim == 3) throw te::ValueError(where + ": #grid: more than three dimensions");
+      g.dims_.push_back(text.substr(start, end - start));
+      if (end >= text.size()) break;
+      start = end + 1;
+    }
+    for (const std::string& d : g.dims_) {
+      size_t at = 0;
+      g.expr(d, at, nullptr);  // checks the syntax (names are checked per launch)
+      g.skip(d, at);
+      if (at != d.size()) g.fail(d, at, "an operator or the end");
+    }
+    return g;
+  }
+  static te::Grid thunk(const void* ctx, const te::Meta& m) {
+    const auto& g = *static_cast<const GridExpr*>(ctx);
+    int64_t v[3] = {1, 1, 1};
+    for (size_t i = 0; i < g.dims_.size(); ++i) {
+      size_t at = 0;
+      v[i] = g.expr(g.dims_[i], at, &m);
+    }
+    return te::Grid(v[0], v[1], v[2]);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& d, size_t at, const char* expected) const {
+    throw te::ValueError(where_ + ": #grid '" + d + "': expected " + expected + " at column " +
+                         std::to_string(at + 1));
+  }
+  static void skip(const std::string& d, size_t& at) {
+    while (at < d.size() && std::isspace(static_cast<unsigned char>(d[at]))) ++at;
+  }
+  // expr := term (('+' | '-') term)*; term := atom (('*' | '//') atom)*
+  int64_t expr(const std::string& d, size_t& at, const te::Meta* m) const {
+    int64_t v = term(d, at, m);
+    for (;;) {
+      skip(d, at);
+      if (at < d.size() && (d[at] == '+' || d[at] == '-')) {
+        const char op = d[at++];
+        const int64_t r = term(d, at, m);
+        v = op == '+' ? v + r : v - r;
+      } else {
+        return v;
+      }
+    }
+  }
+  int64_t term(const std::string& d, size_t& at, const te::Meta* m) const {
+    int64_t v = atom(d, at, m);
+    for (;;) {
+      skip(d, at);
+      if (at < d.size() && d[at] == '*') {
+        ++at;
+        v *= atom(d, at, m);
+      } else if (d.compare(at, 2, "//") == 0) {
+        at += 2;
+        const int64_t r = atom(d, at, m);
+        if (m != nullptr && r == 0) fail(d, at, "a divisor other than 0");
+        if (m != nullptr) v = v / r - ((v % r != 0) && ((v < 0) != (r < 0)) ? 1 : 0);
+      } else {
+        return v;
+      }
+    }
+  }
+  int64_t atom(const std::string& d, size_t& at, const te::Meta* m) const {
+    skip(d, at);
+    if (at < d.size() && d[at] == '(') {
+      ++at;
+      const int64_t v = expr(d, at, m);
+      skip(d, at);
+      if (at >= d.size() || d[at] != ')') fail(d, at, "')'");
+      ++at;
+      return v;
+    }
+    if (at < d.size() && std::isdigit(static_cast<unsigned char>(d[at]))) {
+      int64_t v = 0;
+      while (at < d.size() && std::isdigit(static_cast<unsigned char>(d[at]))) {
+        v = v * 10 + (d[at++] - '0');
+      }
+      return v;
+    }
+    const size_t s0 = at;
+    while (at < d.size() && (std::isalnum(static_cast<unsigned char>(d[at])) || d[at] == '_')) {
+      ++at;
+    }
+    if (at == s0) fail(d, at, "a number, a parameter, cdiv(a, b) or '('");
+    const std::string name = d.substr(s0, at - s0);
+    skip(d, at);
+    if (name == "cdiv" && at < d.size() && d[at] == '(') {
+      ++at;
+      const int64_t a = expr(d, at, m);
+      skip(d, at);
+      if (at >= d.size() || d[at] != ',') fail(d, at, "','");
+      ++at;
+      const int64_t b = expr(d, at, m);
+      skip(d, at);
+      if (at >= d.size() || d[at] != ')') fail(d, at, "')'");
+      ++at;
+      if (m != nullptr && b == 0) fail(d, at, "a divisor other than 0");
+      return m != nullptr ? te::cdiv(a, b) : 0;
+    }
+    return m != nullptr ? static_cast<int64_t>((*m)[name]) : 0;
+  }
+
+  std::vector<std::string> dims_;
+  std::string where_;
+};
+
 // The autotune layer of k (its outermost), or nullptr.
 const te::detail::TuneLayer* tune_layer(const te::JitFunction& k) {
   for (const auto& layer : k.state()->layers) {
@@ -404,7 +527,12 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
                                   rules.begin(), rules.end(),
                                   [](const tools::RuleDecl& r) { return r.line == 0; })),
               rules.end());
+  std::map<std::string, GridExpr> grids;  // module.name -> the grid tune benchmarks on
   for (const tools::RuleDecl& r : rules) {
+    if (r.grid) {
+      grids[r.kernel] = GridExpr::parse(r.rule, r.where());
+      continue;
+    }
     located(r.line == 0 ? "--rule: " : r.where() + ": ",
             [&] { te::set_tuning_rule(r.kernel, r.rule); });
   }
@@ -463,6 +591,22 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
       const te::CompiledKernel& ck =
           located(c.where() + ": for " + on + ": ", [&]() -> const te::CompiledKernel& {
             te::set_target(t);
+            // On the GPU an autotuned kernel is benchmarked on its #grid (prepare()).
+            const auto g = grids.find(k.module() + "." + k.name());
+            if (!t && autotuned(k) && g == grids.end()) {
+              throw te::ValueError(k.module() + "." + k.name() +
+                                   " is autotuned, and its configs are benchmarked on the GPU on "
+                                   "a grid: give it with a line `#grid " +
+                                   k.module() + ":" + k.name() +
+                                   " DIMS` (e.g. cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N); "
+                                   "docs/aot.md)");
+            }
+            if (!t && g != grids.end()) {
+              te::detail::GridSpec spec;
+              spec.fn = &GridExpr::thunk;
+              spec.ctx = &g->second;
+              return te::detail::compile_call(h.state(), h.interned_options(), b.args(), &spec);
+            }
             // As JitFunction::compile passes a call: positional ones as they are.
             if (b.names.empty()) {
               return te::detail::compile(h.state(), h.interned_options(), b.vals.data(), b.npos);

@@ -222,11 +222,11 @@ elseif(PART STREQUAL "tune")
   set(sig "(x_ptr: *fp32 D, out_ptr: *fp32 D, n: i32, m: i32, MODE: constexpr = 'mul', BLOCK: constexpr =")
   set(f32 "'torch.float32', 'torch.float32'")
   foreach(want
-      "tune_calls.txt:5: cuda:90 te_tune_kernels.rule_nearest_kernel: rule_nearest_kernel${sig} 4096)\n"
-      "tune_calls.txt:6: cuda:90 te_tune_kernels.rule_pow2_kernel: rule_pow2_kernel${sig} 128)\n"
-      "tune_calls.txt:5: cuda:90 te_tune_kernels.rule_nearest_kernel key (256, ${f32}): BLOCK: 256, num_warps: 4,"
-      "tune_calls.txt:6: cuda:90 te_tune_kernels.rule_pow2_kernel key (32, ${f32}): BLOCK: 16, num_warps: 4,"
-      "tune_calls.txt:6: cuda:90 te_tune_kernels.rule_pow2_kernel key (64, ${f32}): BLOCK: 128, num_warps: 4,"
+      "tune_calls.txt:6: cuda:90 te_tune_kernels.rule_nearest_kernel: rule_nearest_kernel${sig} 4096)\n"
+      "tune_calls.txt:7: cuda:90 te_tune_kernels.rule_pow2_kernel: rule_pow2_kernel${sig} 128)\n"
+      "tune_calls.txt:6: cuda:90 te_tune_kernels.rule_nearest_kernel key (256, ${f32}): BLOCK: 256, num_warps: 4,"
+      "tune_calls.txt:7: cuda:90 te_tune_kernels.rule_pow2_kernel key (32, ${f32}): BLOCK: 16, num_warps: 4,"
+      "tune_calls.txt:7: cuda:90 te_tune_kernels.rule_pow2_kernel key (64, ${f32}): BLOCK: 128, num_warps: 4,"
       "wrote tune.teb: 2 kernels, 6 entries, 10 records from 8 calls\n")
     string(FIND "${out}" "${want}" at)
     if(NOT rc EQUAL 0 OR at EQUAL -1)
@@ -256,11 +256,16 @@ elseif(PART STREQUAL "tune")
       tune --target cuda:90 -o bad.teb bad_rule.txt)
   run(2 "triton-embed-bundle: tune: --rule 'nearest': expected MODULE:KERNEL=RULE, e.g. --rule pykernels.matmul:matmul_kernel=nearest\n${usage}"
       tune --target cuda:90 -o bad.teb --rule nearest tune_calls.txt)
+  file(WRITE "${WORK_DIR}/bad_grid.txt" "#grid te_tune_kernels:rule_exact_kernel cdiv(n, BLOCK\n")
+  run(1 "triton-embed-bundle: bad_grid.txt:1: #grid 'cdiv(n, BLOCK': expected ')' at column 14\n"
+      tune --target cuda:90 -o bad.teb bad_grid.txt)
   file(WRITE "${WORK_DIR}/bad_list.txt" "te_tune_kernels:rule_exact_kernel *fp32 *fp32 1,2,5,...,64 8 'mul'\n")
   run(1 "triton-embed-bundle: bad_list.txt:1: argument 3: '1,2,5,...,64': the values before '...' have no constant step or ratio; expected a value list of integers, e.g. 16,256,4096 or 1,2,4,...,65536\n"
       tune --target cuda:90 -o bad.teb bad_list.txt)
   file(WRITE "${WORK_DIR}/no_gpu.txt" "te_tune_kernels:rule_exact_kernel *fp32 *fp32 16 8 'mul'\n")
-  execute_process(COMMAND "${TOOL}" tune --python-path "${KERNELS}" -o bad.teb no_gpu.txt
+  # (No driver, as on CI, also where the tests run on a GPU.)
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E env TRITON_EMBED_LIBCUDA=/nonexistent/libcuda.so.1
+                          "${TOOL}" tune --python-path "${KERNELS}" -o bad.teb no_gpu.txt
                   WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE rc ERROR_VARIABLE err)
   if(NOT rc EQUAL 1 OR NOT err MATCHES "no_gpu.txt:1: no target for this call and no GPU to tune on")
     message(FATAL_ERROR "tune without a GPU: exit status ${rc}:\n${err}")

@@ -54,6 +54,7 @@ TEST_F(BundleRulesGpu, Tune) {
   // c = a @ b: a M x K, b K x N, c M x N, row-major (strides K, 1, N, 1, N, 1).
   std::ofstream(dir() + "/matmul.calls")
       << "#rule pykernels.matmul:matmul_kernel M=nearest\n"
+      << "#grid pykernels.matmul:matmul_kernel cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)\n"
       << "pykernels.matmul:matmul_kernel *fp16 *fp16 *fp32 16,256,4096 " << kN << " " << kK << " "
       << kK << " 1 " << kN << " 1 " << kN << " 1 ACTIVATION=''\n";
   const std::string cmd = std::string(TE_BUNDLE_TOOL) + " tune -o " + dir() +
