@@ -406,7 +406,7 @@ const Choice* find_choice(KernelState& k, TuneLayer& t, const Frame& f, bool tun
     if (t.memo.find(key, h, v))
       return reinterpret_cast<const Choice*>(static_cast<uintptr_t>(v[0]));
   }
-  if (!tune_on_miss) return nullptr;
+  if (!tune_on_miss) return known_choice(k, t, key, h);
   return tune(k, t, f, key, h);
 }
 

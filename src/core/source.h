@@ -139,6 +139,9 @@ inline bool jit_linked() noexcept { return source(SourceSlot::kJit) != nullptr; 
 // Heuristic `h`'s value on the frame (a source's recorded result, or the heuristic run);
 // memoised when it can be.
 ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f);
+// The choice a source holds for `key` (a bundle's record), published; nullptr when none does
+// (nothing is tuned: what tuning_result() asks).
+const Choice* known_choice(KernelState& k, TuneLayer& t, const MemoKey& key, uint64_t hash);
 // The choice for the frame's tuning key (a source's recorded choice, or tuned once across
 // threads); memoised.
 const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key, uint64_t hash);

@@ -236,23 +236,25 @@ ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
   return out;
 }
 
+const Choice* known_choice(KernelState& k, TuneLayer& t, const MemoKey& key, uint64_t hash) {
+  if (key.overflow) return nullptr;
+  const uint32_t target = current_target_code();
+  const size_t layer = layer_index(k, t);
+  const Choice* c = nullptr;
+  ask([&](KernelSource& s) {
+    std::vector<ChoiceRecord> known;
+    if (!s.known_choices(k, layer, target, known)) return false;
+    std::lock_guard<std::mutex> lock(t.mu);
+    for (ChoiceRecord& r : known) publish_record(k, t, r);
+    return (c = memo_choice(t, key, hash)) != nullptr;
+  });
+  return c;
+}
+
 const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key,
                    uint64_t hash) {
-  if (!key.overflow) {
-    // The choices the sources hold (bundles') first.
-    const uint32_t target = current_target_code();
-    const size_t layer = layer_index(k, t);
-    const Choice* c = nullptr;
-    if (ask([&](KernelSource& s) {
-          std::vector<ChoiceRecord> known;
-          if (!s.known_choices(k, layer, target, known)) return false;
-          std::lock_guard<std::mutex> lock(t.mu);
-          for (ChoiceRecord& r : known) publish_record(k, t, r);
-          return (c = memo_choice(t, key, hash)) != nullptr;
-        })) {
-      return c;
-    }
-  }
+  // The choices the sources hold (bundles') first.
+  if (const Choice* c = known_choice(k, t, key, hash)) return c;
   TuneBuild build(k, t, f, key, hash);
   const auto* c =
       static_cast<const Choice*>(t.tuning.get(t.mu, 0, key.w, key.n, hash, build, !key.overflow));
