@@ -944,10 +944,8 @@ class BundleSource final : public KernelSource {
   bool eval_heuristic(KernelState& k, const Heuristic& h, const Frame& f,
                       HeuristicValue& out) override {
     if (jit_linked() || h.expr.empty()) return false;
-    uint64_t given[2] = {0, 0};
-    for (uint32_t p = 0; p < f.np && p < 128; ++p) {
-      if (f.given[p] != kAbsent) given[p >> 6] |= uint64_t{1} << (p & 63);
-    }
+    uint64_t given[2];
+    f.given_mask(given);
     const expr::Result r = expr::evaluate(h.expr, f.vals, f.np, given);
     const std::string what =
         full_name(k) + ": heuristic '" + h.name + "' (" + h.expr.str(param_names(k)) + ")";

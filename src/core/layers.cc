@@ -530,10 +530,8 @@ bool apply_hook_expression(Walk& w, HookedHold& hold, const KernelState& k, cons
                            Frame& f) {
   std::optional<expr::HookResult> computed;
   if (c.hook_fixed == nullptr) {
-    uint64_t given[2] = {0, 0};
-    for (uint32_t p = 0; p < f.np; ++p) {
-      if (f.given[p] != kAbsent) given[p >> 6] |= uint64_t{1} << (p & 63);
-    }
+    uint64_t given[2];
+    f.given_mask(given);
     computed.emplace(expr::apply(c.hook, f.vals, f.np, given));
   }
   const expr::HookResult& r = c.hook_fixed != nullptr ? *c.hook_fixed : *computed;

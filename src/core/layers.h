@@ -191,6 +191,15 @@ struct Frame {
   Stream stream = nullptr;
   uint32_t heuristic_options = 0;  // kOpt* bits: options an outer heuristic set
 
+  // The parameters given (by the call, a layer or a config; not defaults), bit p of word
+  // p / 64: the keys of the dict Python hands a heuristic or a hook (expr::evaluate's `given`).
+  void given_mask(uint64_t out[2]) const noexcept {
+    out[0] = out[1] = 0;
+    for (uint32_t p = 0; p < np; ++p) {
+      if (given[p] != kAbsent) out[p >> 6] |= uint64_t{1} << (p & 63);
+    }
+  }
+
   void set_keyword(uint32_t p, const ArgValue& v, int16_t from_call) noexcept {
     if (given[p] != kKeyword) kw[nkw++] = static_cast<uint8_t>(p);
     given[p] = kKeyword;

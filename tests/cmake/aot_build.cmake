@@ -70,18 +70,7 @@ set(fp16x3 "x_ptr: *fp16, y_ptr: *fp16, out_ptr: *fp16")
 set(axpy "axpy_kernel(${fp32x3}, alpha: fp32, n_elements: i32 D, BLOCK: constexpr = 512)")
 set(axpy_line "pykernels.vector.axpy_kernel: ${axpy} [num_warps=2]")
 
-# What a bad command line prints after its message.
-set(usage "usage: triton-embed-bundle COMMAND ARGS...
-  triton-embed-bundle list FILE...          print what each bundle holds
-  triton-embed-bundle merge -o OUT IN...    write the union of the bundles IN... to OUT
-  triton-embed-bundle build -o OUT [--target TARGET]... [--python-path DIR]... CALLS...
-                                            compile the calls listed in CALLS... (see docs/aot.md)
-                                            for each target into the bundle OUT
-                                            (--rule MODULE:KERNEL=RULE: a tuning rule)
-  triton-embed-bundle tune -o OUT [--target TARGET]... [--python-path DIR]... CALLS...
-                                            the same, tuning autotuned kernels at each call's key
-                                            on the GPU (--target: compile-only; --rule, --buffer-mib N)
-")
+include("${CMAKE_CURRENT_LIST_DIR}/tool_usage.cmake")
 
 if(PART STREQUAL "build")
   set(summary "")

@@ -66,17 +66,7 @@ endif()
 run(1 "triton-embed-bundle: bundle missing.teb: cannot read: cannot open it: No such file or directory; check the path and its permissions
 " list missing.teb)
 
-set(usage "usage: triton-embed-bundle COMMAND ARGS...
-  triton-embed-bundle list FILE...          print what each bundle holds
-  triton-embed-bundle merge -o OUT IN...    write the union of the bundles IN... to OUT
-  triton-embed-bundle build -o OUT [--target TARGET]... [--python-path DIR]... CALLS...
-                                            compile the calls listed in CALLS... (see docs/aot.md)
-                                            for each target into the bundle OUT
-                                            (--rule MODULE:KERNEL=RULE: a tuning rule)
-  triton-embed-bundle tune -o OUT [--target TARGET]... [--python-path DIR]... CALLS...
-                                            the same, tuning autotuned kernels at each call's key
-                                            on the GPU (--target: compile-only; --rule, --buffer-mib N)
-")
+include("${CMAKE_CURRENT_LIST_DIR}/tool_usage.cmake")
 run(2 "${usage}")
 run(2 "triton-embed-bundle: unknown command 'frob'\n${usage}" frob)
 run(2 "triton-embed-bundle: merge: give the output file with -o OUT\n${usage}" merge a.teb)

@@ -20,6 +20,7 @@
 #include "bundle_calls.h"
 #include "core/kernel_state.h"
 #include "core/target.h"
+#include "message_of.h"
 #include "rule_calls.h"
 #include "test_support.h"
 #include "testing/testing.h"
@@ -200,17 +201,7 @@ TEST_F(BundleJit, RecordWritesWhatWasCompiled) {
 // shows the rules. Rules that do not parse, or name no key argument, are refused.
 class BundleJitRules : public BundleJit {};
 
-// Runs `f`, expects it to throw E, and returns the message.
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no exception of the expected type was thrown";
-  return "";
-}
+using te_test::message_of;
 
 TEST_F(BundleJitRules, Record) {
   EXPECT_EQ(message_of<te::ValueError>(

@@ -19,6 +19,7 @@
 #include "bundle/format.h"
 #include "bundle/store.h"
 #include "bundle_calls.h"
+#include "message_of.h"
 #include "rule_calls.h"
 #include "testing/testing.h"
 
@@ -26,17 +27,7 @@ namespace te = triton_embed;
 
 namespace {
 
-// Runs `f`, expects it to throw E, and returns the message.
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no exception of the expected type was thrown";
-  return "";
-}
+using te_test::message_of;
 
 TEST(RuntimeOnly, NotInBundleErrorIsALookupError) {
   static_assert(std::is_base_of_v<te::LookupError, te::NotInBundleError>);

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <string>
 
+#include "message_of.h"
 #include "torch_bundle_cases.h"
 
 namespace te = triton_embed;
@@ -23,16 +24,7 @@ namespace tb = te_torch_bundle;
 
 namespace {
 
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no exception of the expected type was thrown";
-  return "";
-}
+using te_test::message_of;
 
 const char kCpuNeedsPython[] =
     ": a CPU tensor runs through Triton's interpreter, which needs Python; this program links "
