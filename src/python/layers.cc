@@ -52,6 +52,14 @@ std::mutex& device_tuning_mutex(int device) {
   return mus[static_cast<unsigned>(device) % 64];
 }
 
+// And one at a time per autotuner: Triton's Autotuner keeps the running call's arguments
+// (nargs) and timings on itself, so two devices tuning one autotuner at once would mix them.
+// A device's lock is always taken first.
+std::mutex& tuner_mutex(const TuneLayer& t) {
+  static std::mutex* mus = new std::mutex[64];
+  return mus[(reinterpret_cast<uintptr_t>(&t) / alignof(TuneLayer)) % 64];
+}
+
 int find_param_by_name(const KernelState& k, const std::string& name) {
   for (size_t i = 0; i < k.params.size(); ++i) {
     if (k.params[i].name == name) return static_cast<int>(i);
@@ -411,7 +419,11 @@ std::unique_ptr<Choice> python_tune(KernelState& k, const TuneLayer& t, const Fr
       }
     }
     std::unique_lock<std::mutex> device_lock(device_tuning_mutex(device), std::defer_lock);
-    if (t.num_configs > 1) device_lock.lock();
+    std::unique_lock<std::mutex> tuner_lock(tuner_mutex(t), std::defer_lock);
+    if (t.num_configs > 1) {
+      device_lock.lock();
+      tuner_lock.lock();
+    }
     py::ensure_runtime();
     py::InFlight in_flight;
     TE_CHECK(!py::closed(), PythonError)

@@ -1,7 +1,8 @@
 // Two GPUs from one program (issue 22): an autotuned matmul tuned on each device, heuristics
 // and named-argument launches interleaved, tensor descriptors per device and one descriptor
-// moved between devices, a config pre-hook applied on both, and a CUDA graph captured on the
-// second device after prepare(). One thread per device, then each thread alternating devices.
+// moved between devices, device-made descriptors with scratch on both, a config pre-hook
+// applied on both, and a CUDA graph captured on the second device after prepare(). One
+// thread per device, then each thread alternating devices.
 //
 // It needs two GPUs and skips, saying so, with fewer. With TE_MULTI_GPU_SAME_DEVICE=1 it runs
 // with device 0 as both devices (CTest: test_multi_gpu_same_device): what that still checks
@@ -142,14 +143,19 @@ void pre_hook_on_current_device() {
   for (size_t i = 0; i < h.size(); ++i) ASSERT_EQ(got[i], 2.0f * h[i]) << "pre-hook " << i;
 }
 
-// Runs f on device d in a thread of its own, one per device, concurrently.
+// Runs f on device d in a thread of its own, one per device, concurrently; an exception
+// from f fails the test.
 template <class F>
 void on_both(const Devices& dev, F f) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t) {
     threads.emplace_back([&, t] {
-      ASSERT_EQ(cudaSetDevice(dev.d[t]), cudaSuccess);
-      f(t);
+      try {
+        ASSERT_EQ(cudaSetDevice(dev.d[t]), cudaSuccess);
+        f(t);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "thread " << t << ": " << e.what();
+      }
     });
   }
   for (auto& th : threads) th.join();
@@ -211,6 +217,33 @@ TEST_F(MultiGpu, OneDescriptorFollowsItsBaseAcrossDevices) {
     const std::vector<float> got = (t == 0 ? dst0 : dst1).download();
     for (size_t i = 0; i < h.size(); ++i) ASSERT_EQ(got[i], 3.0f * h[i]) << round << " " << i;
   }
+}
+
+// Descriptors made on the device (tl.make_tensor_descriptor): each launch takes global scratch
+// for its CUtensorMaps from the default, stream-ordered allocator on the launch's device. A
+// thread per device, then each thread alternating devices.
+void device_made_descriptors_on_current_device(int seed) {
+  const int64_t M = 256, N = 192;
+  std::vector<float> h(static_cast<size_t>(M * N));
+  for (size_t i = 0; i < h.size(); ++i)
+    h[i] = static_cast<float>(static_cast<int>((i * 17 + seed) % 61) - 30);
+  DeviceBuffer<float> src(h.size()), dst(h.size());
+  src.upload(h);
+  static const te::JitFunction scale("te_tma_kernels", "device_desc_scale");
+  scale.launch({M / 64, N / 64}, nullptr, src.ptr, dst.ptr, M, N, 2.0, 64, 64);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<float> got = dst.download();
+  for (size_t i = 0; i < h.size(); ++i) ASSERT_EQ(got[i], 2.0f * h[i]) << "device-made " << i;
+}
+
+TEST_F(MultiGpu, DeviceMadeDescriptorsWithScratchOnBothDevices) {
+  on_both(dev_, [&](int t) { device_made_descriptors_on_current_device(t); });
+  on_both(dev_, [&](int t) {
+    for (int round = 0; round < 4; ++round) {
+      ASSERT_EQ(cudaSetDevice(dev_.d[(t + round) % 2]), cudaSuccess);
+      device_made_descriptors_on_current_device(round);
+    }
+  });
 }
 
 // prepare() tunes, compiles and loads on the second device; a capture there then launches
