@@ -147,3 +147,15 @@ def tma_copy_tuned(src, dst, n_rows, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexp
     raw floor launches with tma_copy's encoded maps."""
     om = tl.program_id(0) * BLOCK_M
     dst.store([om, 0], src.load([om, 0]))
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK_M": 64, "BLOCK_N": 64}, num_warps=4, pre_hook=_tma_block_shapes)],
+    key=["n_rows"],
+)
+@triton.jit
+def tma_copy_one_config(src, dst, n_rows, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """tma_copy_tuned with its one config: the pre-hook path without a GPU to tune on (the
+    host-path-tma mode of launch_bench)."""
+    om = tl.program_id(0) * BLOCK_M
+    dst.store([om, 0], src.load([om, 0]))

@@ -60,15 +60,19 @@ inline CallArgs positional_call(const ArgValue* args, size_t nargs) {
 
 // The cache entry of a plain call keyed and packed in one pass (into slots, *np), or nullptr
 // on a miss or a call the one-pass path declines: the caller then binds it the general way.
+// Host descriptors go to descs, packed once the entry is known (expand_descriptors); an entry
+// that packs a constexpr 1 as a runtime value takes them the general way.
 inline Entry* find_one_pass(KernelState& k, const InternedOptions* options, uint32_t target,
                             const ArgValue* args, size_t nargs, Bound& b, uint64_t* slots,
-                            uint32_t* np) {
+                            uint32_t* np, DescSlots& descs) {
   b.args = with_defaults(k, args, nargs, b.buf);
-  if (TE_UNLIKELY(!fast_key_and_pack(k, b.args, b.key, slots, np))) return nullptr;
+  if (TE_UNLIKELY(!fast_key_and_pack(k, b.args, b.key, slots, np, &descs))) return nullptr;
   b.key.target = target;
   b.key.options = options->id;
   b.hash = b.key.hash();
-  return k.cache.table.find(b.key, b.hash);
+  Entry* e = k.cache.table.find(b.key, b.hash);
+  if (TE_UNLIKELY(e != nullptr && e->packs_ones && descs.n != 0)) return nullptr;
+  return e;
 }
 
 // The cache entry for a bound call; compiles on a miss (`hit` says which happened).
@@ -261,6 +265,27 @@ void launch_entry(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx, c
   if (TE_UNLIKELY(r != CUDA_SUCCESS)) throw_launch_error(k, *e, r, g);
 }
 
+void launch_with_descriptors(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx,
+                             const GridSpec& grid, Stream stream, const ArgValue* args,
+                             const DescSlots& descs, const uint64_t* values, uint32_t n) {
+  uint64_t slots[kMaxPackedParams];
+  void* params[kMaxPackedParams];
+  TensorMapStorage maps[kMaxTensorDescs];
+  const uint32_t np = expand_descriptors(*kernel, *e, descs, values, n, slots, params, maps);
+  launch_entry(kernel, e, ctx, grid, stream, args, slots, params, np);
+}
+
+int dry_run_with_descriptors(KernelState* kernel, const Entry* e, const DescSlots& descs,
+                             const uint64_t* values, uint32_t n, uint64_t* slots_out) {
+  uint64_t slots[kMaxPackedParams];
+  void* params[kMaxPackedParams];
+  TensorMapStorage maps[kMaxTensorDescs];
+  const uint32_t np = expand_descriptors(*kernel, *e, descs, values, n, slots, params, maps);
+  note_dry_run(e);
+  if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
+  return static_cast<int>(np);
+}
+
 namespace {
 
 // Where a launch goes (launch_in()); none for a dry run.
@@ -304,10 +329,15 @@ void launch_in(KernelState* kernel, const cuda::ContextInfo& ctx, const Interned
   Bound b;
   uint64_t slots[kMaxLeaves + 2];
   uint32_t np = 0;
-  Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np);
+  DescSlots descs;
+  Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np, descs);
   if (TE_UNLIKELY(e == nullptr)) {  // a miss, or a call the one-pass path does not take
     const LaunchSite site{ctx, grid, stream};
     general_path(kernel, options, target, args, nargs, &site, nullptr);
+    return;
+  }
+  if (TE_UNLIKELY(descs.n != 0)) {
+    launch_with_descriptors(kernel, e, ctx, grid, stream, b.args, descs, slots, np);
     return;
   }
   if (TE_UNLIKELY(e->packs_ones))
@@ -389,9 +419,12 @@ int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const
   Bound b;
   uint64_t slots[kMaxLeaves + 2];
   uint32_t np = 0;
-  Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np);
+  DescSlots descs;
+  Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np, descs);
   if (TE_UNLIKELY(e == nullptr))
     return general_path(kernel, options, target, args, nargs, nullptr, slots_out);
+  if (TE_UNLIKELY(descs.n != 0))
+    return dry_run_with_descriptors(kernel, e, descs, slots, np, slots_out);
   if (TE_UNLIKELY(e->packs_ones))
     np = insert_ones(e->one_slots.data(), e->one_slots.size(), slots, np);
   note_dry_run(e);

@@ -16,6 +16,7 @@
 #include "core/source.h"
 #include "core/specialize.h"
 #include "core/target.h"
+#include "core/tensor_map.h"
 #include "cuda/driver.h"
 
 namespace triton_embed::detail {
@@ -335,6 +336,9 @@ struct Walk {
   uint64_t* slots = nullptr;  // kDryRun
   int dry = 0;
   bool memo_ok = true;  // no layer did what the memo of whole calls cannot repeat
+  // A config pre-hook the walk applied that the memo repeats (block shapes from the config
+  // alone: Choice::hook_fixed).
+  const expr::HookResult* hook = nullptr;
   // Descriptors with the block shapes config pre-hooks set, for this call's launch, where no
   // per-thread copy was free (set_hooked_block).
   std::vector<std::unique_ptr<TensorDescriptor>> hooked;
@@ -494,32 +498,56 @@ bool same_fields(const TensorDescriptor& a, const TensorDescriptor& b, const int
   return true;
 }
 
+TensorDescriptor with_block(const TensorDescriptor& d, const int64_t* block) {
+  TensorDescriptor c(d.base(), d.dtype(), d.rank(), d.shape(), d.strides(), block, d.padding(),
+                     d.round_f32_to_tf32());
+  c.set_arg_flags(d.arg_flags());
+  return c;
+}
+
+// A copy of descriptor d (kernel k's parameter p) with block shape `block`, from the calling
+// thread's slots (held by `hold`), or null when its slot is taken.
+const TensorDescriptor* hooked_copy(HookedHold& hold, const KernelState& k, uint32_t p,
+                                    const TensorDescriptor& d, const int64_t* block, size_t rank) {
+  TE_CHECK(rank == static_cast<size_t>(d.rank()), ValueError)
+      << arg_where(k, p) << ": the autotune config's pre_hook set block_shape to " << rank
+      << " dimensions; the descriptor has rank " << d.rank();
+  if (TE_UNLIKELY(!t_hooked)) t_hooked = std::make_unique<HookedCopies>();
+  HookedCopy& slot = t_hooked->slots[((reinterpret_cast<uintptr_t>(&k) >> 6) + p) % kHookedCopies];
+  if (slot.in_use || hold.n == expr::kMaxHookActions) return nullptr;
+  if (!slot.desc || !same_fields(*slot.desc, d, block)) slot.desc.emplace(with_block(d, block));
+  slot.in_use = true;
+  hold.held[hold.n++] = &slot;
+  return &*slot.desc;
+}
+
 // Points f's parameter p (a descriptor) at a copy of it with block shape `block`.
 void set_hooked_block(Walk& w, HookedHold& hold, const KernelState& k, Frame& f, uint32_t p,
                       const int64_t* block, size_t rank) {
   const auto& d = *static_cast<const TensorDescriptor*>(f.vals[p].ptr);
-  TE_CHECK(rank == static_cast<size_t>(d.rank()), ValueError)
-      << arg_where(k, p) << ": the autotune config's pre_hook set block_shape to " << rank
-      << " dimensions; the descriptor has rank " << d.rank();
-  auto make = [&] {
-    TensorDescriptor c(d.base(), d.dtype(), d.rank(), d.shape(), d.strides(), block, d.padding(),
-                       d.round_f32_to_tf32());
-    c.set_arg_flags(d.arg_flags());
-    return c;
-  };
-  if (TE_UNLIKELY(!t_hooked)) t_hooked = std::make_unique<HookedCopies>();
-  HookedCopy& slot = t_hooked->slots[((reinterpret_cast<uintptr_t>(&k) >> 6) + p) % kHookedCopies];
-  const TensorDescriptor* copy;
-  if (slot.in_use || hold.n == expr::kMaxHookActions) {
-    w.hooked.push_back(std::make_unique<TensorDescriptor>(make()));
+  const TensorDescriptor* copy = hooked_copy(hold, k, p, d, block, rank);
+  if (copy == nullptr) {
+    w.hooked.push_back(std::make_unique<TensorDescriptor>(with_block(d, block)));
     copy = w.hooked.back().get();
-  } else {
-    if (!slot.desc || !same_fields(*slot.desc, d, block)) slot.desc.emplace(make());
-    slot.in_use = true;
-    hold.held[hold.n++] = &slot;
-    copy = &*slot.desc;
   }
   f.vals[p].ptr = copy;
+}
+
+// On a memo hit: points the call's descriptors that a pre-hook sets at their copies with its
+// block shapes; false when a copy's slot is taken (the walk then does it).
+bool hook_descriptors(HookedHold& hold, const KernelState& k, const expr::HookResult& hook,
+                      DescSlots& descs) {
+  for (uint32_t b = 0; b < hook.num_blocks; ++b) {
+    const expr::HookResult::Block& block = hook.blocks[b];
+    for (uint32_t i = 0; i < descs.n; ++i) {
+      if (descs.param[i] != block.param) continue;
+      const TensorDescriptor* copy =
+          hooked_copy(hold, k, block.param, *descs.desc[i], block.dims, block.rank);
+      if (copy == nullptr) return false;
+      descs.desc[i] = copy;
+    }
+  }
+  return true;
 }
 
 // Applies choice c's hook as an expression; false when Python should run it instead (the JIT
@@ -618,8 +646,16 @@ void apply_pre_hook(Walk& w, HookedHold& hold, KernelState& k, const TuneLayer& 
   const bool launches = f.mode == FrameMode::kLaunch || f.mode == FrameMode::kCompile ||
                         f.mode == FrameMode::kPrepare || f.mode == FrameMode::kDryRun;
   if (!launches) return;
-  if (!c.hook.actions.empty()) w.memo_ok = false;  // the memo would skip what it does
-  if (c.hook_in_cpp() && apply_hook_expression(w, hold, k, c, f)) return;
+  if (c.hook_in_cpp() && apply_hook_expression(w, hold, k, c, f)) {
+    // Block shapes from the config alone: the memo repeats them on a hit (CallTail::hook).
+    // Anything else it would skip.
+    if (c.hook_fixed != nullptr && c.hook_fixed->num_zeroed == 0 && w.hook == nullptr) {
+      w.hook = c.hook_fixed.get();
+    } else if (!c.hook.actions.empty()) {
+      w.memo_ok = false;
+    }
+    return;
+  }
   w.memo_ok = false;  // Python runs on every launch
   if (f.mode != FrameMode::kLaunch && f.mode != FrameMode::kDryRun) return;
   for (HookedBlock& h : run_config_pre_hook(k, t, c, f)) {
@@ -702,10 +738,10 @@ inline bool has_bit(const uint64_t* m, uint32_t p) noexcept {
 // false for a call the memo cannot take (the walk handles it, and raises what it raises).
 inline bool call_memo_key(const KernelState& inner, const CallPlan& plan, const CallArgs& call,
                           uint32_t target, const InternedOptions* options, MemoKey& key,
-                          uint64_t* slots, uint32_t* np) {
+                          uint64_t* slots, uint32_t* np, DescSlots& descs) {
   if (TE_UNLIKELY(call.npos > inner.specs.size())) return false;
   Key spec;
-  if (!fast_key_and_pack_first(inner, call.vals, call.npos, spec, slots, np)) return false;
+  if (!fast_key_and_pack_first(inner, call.vals, call.npos, spec, slots, np, &descs)) return false;
   key.push(plan.epoch);
   key.push(static_cast<uint64_t>(call.npos) | static_cast<uint64_t>(target) << 32);
   key.push(options != nullptr ? options->id : ~uint64_t{0});
@@ -717,6 +753,7 @@ inline bool call_memo_key(const KernelState& inner, const CallPlan& plan, const 
     if (v.kind == ArgKind::kPointer || v.kind == ArgKind::kNone || inner.specs[p].is_constexpr) {
       continue;
     }
+    if (v.kind == ArgKind::kTensorDesc) return false;  // a layer reads its fields: no key
     key.push(static_cast<uint64_t>(p) | static_cast<uint64_t>(v.kind) << 8 |
              static_cast<uint64_t>(v.dtype) << 16 | static_cast<uint64_t>(v.big) << 24);
     key.push(v.u);
@@ -724,18 +761,25 @@ inline bool call_memo_key(const KernelState& inner, const CallPlan& plan, const 
   return !key.overflow;
 }
 
-// The inner cache entry and packed arguments of a memoised call, or nullptr.
+// The inner cache entry and packed arguments of a memoised call, or nullptr. Its descriptors
+// (descs; to be packed with the entry's metadata) are those its pre-hook sets, held by `hold`.
 inline Entry* find_memoised(KernelState& k, const InternedOptions* options, const CallArgs& call,
-                            uint32_t target, uint64_t* slots, uint32_t* np, const CallTail** tail) {
+                            uint32_t target, uint64_t* slots, uint32_t* np, const CallTail** tail,
+                            DescSlots& descs, HookedHold& hold) {
   CallMemo& m = *k.call_memo;
   const CallPlan* plan = m.plan.load(std::memory_order_acquire);
   if (plan == nullptr || plan->epoch != m.epoch.load(std::memory_order_acquire)) return nullptr;
   MemoKey key;
-  if (!call_memo_key(inner_of(&k), *plan, call, target, options, key, slots, np)) return nullptr;
+  if (!call_memo_key(inner_of(&k), *plan, call, target, options, key, slots, np, descs)) {
+    return nullptr;
+  }
   uint64_t v[2];
   if (!m.table.find(key, key.hash(), v)) return nullptr;
   *tail = reinterpret_cast<const CallTail*>(static_cast<uintptr_t>(v[1]));
   Entry* e = reinterpret_cast<Entry*>(static_cast<uintptr_t>(v[0]));
+  if (TE_UNLIKELY((*tail)->hook != nullptr) && !hook_descriptors(hold, k, *(*tail)->hook, descs)) {
+    return nullptr;
+  }
   if (TE_UNLIKELY(e->packs_ones))
     *np = insert_ones(e->one_slots.data(), e->one_slots.size(), slots, *np);
   return e;
@@ -774,21 +818,34 @@ void remember_call(KernelState& k, const InternedOptions* options, const CallArg
   MemoKey key;
   uint64_t slots[kMaxLeaves + 2];
   uint32_t np = 0;
-  if (!call_memo_key(inner, cp, call, target, options, key, slots, &np)) return;
-  // The entry the walk used, and the inner kernel's packed arguments: the call's own?
+  DescSlots descs;
+  if (!call_memo_key(inner, cp, call, target, options, key, slots, &np, descs)) return;
+  // The entry the walk used, and the inner kernel's packed arguments: the call's own, its
+  // descriptors the call's or those the pre-hook set?
   Key ik;
   uint64_t islots[kMaxLeaves + 2];
   uint32_t inp = 0;
-  if (!fast_key_and_pack(inner, f.vals, ik, islots, &inp)) return;
+  DescSlots idescs;
+  if (!fast_key_and_pack(inner, f.vals, ik, islots, &inp, &idescs)) return;
   if (inp != np || std::memcmp(islots, slots, np * sizeof(uint64_t)) != 0) return;
+  if (idescs.n != descs.n) return;
+  for (uint32_t i = 0; i < descs.n; ++i) {
+    if (idescs.param[i] != descs.param[i] || idescs.at[i] != descs.at[i]) return;
+    if (idescs.desc[i] == descs.desc[i]) continue;
+    bool hooked = false;
+    for (uint32_t b = 0; w.hook != nullptr && b < w.hook->num_blocks; ++b) {
+      hooked = hooked || w.hook->blocks[b].param == descs.param[i];
+    }
+    if (!hooked) return;
+  }
   ik.target = target;
   ik.options = f.options->id;
   Entry* e = inner.cache.table.find(ik, ik.hash());
-  if (e == nullptr) return;
+  if (e == nullptr || (e->packs_ones && descs.n != 0)) return;
   // The values after the given ones (for a grid callable's Meta), interned.
   const CallTail* tail = nullptr;
   for (const auto& t : m.tails) {
-    if (t->vals.size() == f.np - call.npos &&
+    if (t->hook == w.hook && t->vals.size() == f.np - call.npos &&
         std::memcmp(static_cast<const void*>(t->vals.data()), f.vals + call.npos,
                     t->vals.size() * sizeof(ArgValue)) == 0) {
       tail = t.get();
@@ -798,6 +855,7 @@ void remember_call(KernelState& k, const InternedOptions* options, const CallArg
   if (tail == nullptr) {
     auto fresh = std::make_unique<CallTail>();
     fresh->vals.assign(f.vals + call.npos, f.vals + f.np);
+    fresh->hook = w.hook;
     tail = fresh.get();
     m.tails.push_back(std::move(fresh));
   }
@@ -992,19 +1050,25 @@ void launch_call(KernelState* kernel, const InternedOptions* options, const Grid
     uint64_t slots[kMaxLeaves + 2];
     uint32_t np = 0;
     const CallTail* tail = nullptr;
-    if (Entry* e = find_memoised(*kernel, options, call, target, slots, &np, &tail)) {
+    DescSlots descs;
+    HookedHold hold;  // until the launch returns
+    if (Entry* e = find_memoised(*kernel, options, call, target, slots, &np, &tail, descs, hold)) {
       KernelState& inner = inner_of(kernel);
-      void* params[kMaxLeaves + 2];
-      for (uint32_t i = 0; i < np; ++i) params[i] = &slots[i];
-      if (grid.fn == nullptr) {
-        launch_entry(&inner, e, ctx, grid, stream, nullptr, slots, params, np);
-      } else {
-        ArgValue all[kMaxArgs];
+      ArgValue all[kMaxArgs];
+      const ArgValue* meta_args = nullptr;
+      if (grid.fn != nullptr) {
         std::memcpy(static_cast<void*>(all), call.vals, call.npos * sizeof(ArgValue));
         std::memcpy(static_cast<void*>(all + call.npos), tail->vals.data(),
                     tail->vals.size() * sizeof(ArgValue));
-        launch_entry(&inner, e, ctx, grid, stream, all, slots, params, np);
+        meta_args = all;
       }
+      if (TE_UNLIKELY(descs.n != 0)) {
+        launch_with_descriptors(&inner, e, ctx, grid, stream, meta_args, descs, slots, np);
+        return;
+      }
+      void* params[kMaxLeaves + 2];
+      for (uint32_t i = 0; i < np; ++i) params[i] = &slots[i];
+      launch_entry(&inner, e, ctx, grid, stream, meta_args, slots, params, np);
       return;
     }
   }
@@ -1053,8 +1117,14 @@ int dry_run_call(KernelState* kernel, const InternedOptions* options, const Call
     uint64_t slots[kMaxLeaves + 2];
     uint32_t np = 0;
     const CallTail* tail = nullptr;
-    if (const Entry* e = find_memoised(*kernel, options, call, target, slots, &np, &tail)) {
+    DescSlots descs;
+    HookedHold hold;
+    if (const Entry* e =
+            find_memoised(*kernel, options, call, target, slots, &np, &tail, descs, hold)) {
       g_call_memo_hits.fetch_add(1, std::memory_order_relaxed);
+      if (TE_UNLIKELY(descs.n != 0)) {
+        return dry_run_with_descriptors(&inner_of(kernel), e, descs, slots, np, slots_out);
+      }
       note_dry_run(e);
       if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
       return static_cast<int>(np);

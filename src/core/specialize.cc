@@ -706,12 +706,13 @@ std::vector<uint32_t> one_slots(const LeafList& leaves, const std::vector<uint32
 }
 
 bool fast_key_and_pack(const KernelState& kernel, const ArgValue* args, Key& key, uint64_t* slots,
-                       uint32_t* nslots) {
-  return fast_key_and_pack_first(kernel, args, kernel.specs.size(), key, slots, nslots);
+                       uint32_t* nslots, DescSlots* descs) {
+  return fast_key_and_pack_first(kernel, args, kernel.specs.size(), key, slots, nslots, descs);
 }
 
 bool fast_key_and_pack_first(const KernelState& kernel, const ArgValue* args, size_t n, Key& key,
-                             uint64_t* slots, uint32_t* nslots) {
+                             uint64_t* slots, uint32_t* nslots, DescSlots* descs) {
+  if (descs != nullptr) descs->n = 0;
   const ParamSpec* specs = kernel.specs.data();
   uint64_t* w = key.w;
   uint64_t* out = slots;
@@ -753,6 +754,22 @@ bool fast_key_and_pack_first(const KernelState& kernel, const ArgValue* args, si
           uint32_t bits;
           std::memcpy(&bits, &f, sizeof(bits));
           *out++ = bits;
+          continue;
+        }
+        case ArgKind::kTensorDesc: {
+          // The general path's leaf word (Writer::descriptor); packed after the lookup.
+          if (TE_UNLIKELY(descs == nullptr || descs->n == kMaxTensorDescs ||
+                          (v.flags & kArgHostMemory) != 0 ||
+                          static_cast<size_t>(w - key.w) + 2 > kMaxKeyWords)) {
+            return false;
+          }
+          const auto* d = static_cast<const TensorDescriptor*>(v.ptr);
+          const uint32_t count = check_descriptor(kernel, static_cast<uint32_t>(i), *d);
+          if (const uint64_t pending = run.flush()) *w++ = pending;
+          *w++ = leaf_word(LeafKind::kTensorDesc, v.dtype, SpecKey::kNone, 0, count);
+          descs->param[descs->n] = static_cast<uint16_t>(i);
+          descs->at[descs->n] = static_cast<uint16_t>(out - slots);
+          descs->desc[descs->n++] = d;
           continue;
         }
         case ArgKind::kNone:

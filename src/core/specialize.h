@@ -20,6 +20,8 @@
 
 namespace triton_embed::detail {
 
+struct DescSlots;  // core/tensor_map.h
+
 enum class LeafKind : uint8_t {
   kConstexpr,
   kScalar,
@@ -107,12 +109,16 @@ inline uint32_t insert_ones(const uint32_t* at, size_t nat, uint64_t* slots, uin
 // specialize() + build_key() would write (the caller sets target and options) and the
 // packed runtime values (pack_leaf()'s patterns), and returns true. Otherwise returns false
 // and the caller takes the general path, which also raises the errors.
+// Host tensor descriptors (checked as the general path checks them) are taken when the
+// caller passes `descs`: they go there, to be packed once the entry is known
+// (expand_descriptors); without it a call with one returns false.
 TE_INTERNAL_API bool fast_key_and_pack(const KernelState& kernel, const ArgValue* args, Key& key,
-                                       uint64_t* slots, uint32_t* nslots);
+                                       uint64_t* slots, uint32_t* nslots,
+                                       DescSlots* descs = nullptr);
 // The same for the first n parameters only (a positional call of a wrapped kernel, before
 // its layers set the rest).
 bool fast_key_and_pack_first(const KernelState& kernel, const ArgValue* args, size_t n, Key& key,
-                             uint64_t* slots, uint32_t* nslots);
+                             uint64_t* slots, uint32_t* nslots, DescSlots* descs = nullptr);
 
 // The 64-bit pattern passed for a runtime (non-constexpr) leaf, as Triton's launcher
 // converts the Python value: integers sign- or zero-extended, fp16 rounded to nearest even,

@@ -380,6 +380,25 @@ uint32_t pack_descriptor(const KernelState& k, uint32_t param, const TensorDescr
   return n;
 }
 
+uint32_t expand_descriptors(const KernelState& k, const Entry& e, const DescSlots& d,
+                            const uint64_t* in, uint32_t n_in, uint64_t* slots, void** params,
+                            TensorMapStorage* maps) {
+  uint32_t np = 0, from = 0;
+  auto copy_to = [&](uint32_t end) {
+    for (; from < end; ++from, ++np) {
+      slots[np] = in[from];
+      params[np] = &slots[np];
+    }
+  };
+  for (uint32_t i = 0; i < d.n; ++i) {
+    copy_to(d.at[i]);
+    np += pack_descriptor(k, d.param[i], *d.desc[i], e.tma[i], e.triton_version, slots + np,
+                          params + np, &maps[i]);
+  }
+  copy_to(n_in);
+  return np;
+}
+
 void set_tensor_map_encoder(TensorMapEncoder encoder) {
   g_encoder.store(encoder, std::memory_order_release);
 }

@@ -43,4 +43,22 @@ uint32_t pack_descriptor(const KernelState& kernel, uint32_t param, const Tensor
                          const TmaMeta& meta, int triton_version, uint64_t* slots, void** params,
                          TensorMapStorage* map);
 
+// A call's descriptors as the one-pass path meets them (fast_key_and_pack): each one's
+// parameter, the descriptor, and the slot its packed values start at among the call's other
+// runtime values. Packing them needs the cache entry's TMA metadata, so it follows the lookup
+// (expand_descriptors).
+struct DescSlots {
+  uint32_t n = 0;
+  uint16_t param[kMaxTensorDescs];
+  uint16_t at[kMaxTensorDescs];
+  const TensorDescriptor* desc[kMaxTensorDescs];
+};
+
+// The launch's parameters for entry e: the one-pass values in[0..n_in) with each descriptor of
+// d packed at its place (pack_descriptor), into slots and params (kMaxPackedParams each) and
+// maps. Returns the count.
+uint32_t expand_descriptors(const KernelState& kernel, const Entry& e, const DescSlots& d,
+                            const uint64_t* in, uint32_t n_in, uint64_t* slots, void** params,
+                            TensorMapStorage* maps);
+
 }  // namespace triton_embed::detail

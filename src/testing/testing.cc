@@ -10,6 +10,7 @@
 #include "core/kernel_state.h"
 #include "core/layers.h"
 #include "core/specialize.h"
+#include "core/tensor_map.h"
 
 namespace triton_embed::detail::testing {
 
@@ -70,23 +71,34 @@ int fast_path_agrees(KernelState* kernel, const ArgValue* args, size_t nargs) {
   Key fast_key;
   uint64_t fast_slots[kMaxLeaves + 2];
   uint32_t fast_n = 0;
-  const bool took =
-      fast_key_and_pack(k, with_defaults(k, args, nargs, fast_buf), fast_key, fast_slots, &fast_n);
+  DescSlots fast_descs;
+  const bool took = fast_key_and_pack(k, with_defaults(k, args, nargs, fast_buf), fast_key,
+                                      fast_slots, &fast_n, &fast_descs);
   Keyed slow;
   build(k, args, nargs, slow);
   uint64_t slow_slots[kMaxLeaves + 2];
   uint32_t slow_n = 0;
-  for (uint32_t i = 0; i < slow.leaves.n; ++i) {  // the one-pass path declines descriptors
+  DescSlots slow_descs;
+  for (uint32_t i = 0; i < slow.leaves.n; ++i) {
     const Leaf& l = slow.leaves.leaves[i];
     if (l.kind == LeafKind::kScalar || l.kind == LeafKind::kPointer) {
       slow_slots[slow_n++] = pack_leaf(k, l);
+    } else if (l.kind == LeafKind::kTensorDesc) {  // packed after the lookup, at this place
+      slow_descs.param[slow_descs.n] = static_cast<uint16_t>(l.param);
+      slow_descs.at[slow_descs.n] = static_cast<uint16_t>(slow_n);
+      slow_descs.desc[slow_descs.n++] = static_cast<const TensorDescriptor*>(l.value->ptr);
     }
   }
   if (!took) return -1;
+  bool same_descs = fast_descs.n == slow_descs.n;
+  for (uint32_t i = 0; same_descs && i < slow_descs.n; ++i) {
+    same_descs = fast_descs.param[i] == slow_descs.param[i] &&
+                 fast_descs.at[i] == slow_descs.at[i] && fast_descs.desc[i] == slow_descs.desc[i];
+  }
   return fast_key.n == slow.key.n &&
                  std::memcmp(fast_key.w, slow.key.w, slow.key.n * sizeof(uint64_t)) == 0 &&
                  fast_n == slow_n &&
-                 std::memcmp(fast_slots, slow_slots, slow_n * sizeof(uint64_t)) == 0
+                 std::memcmp(fast_slots, slow_slots, slow_n * sizeof(uint64_t)) == 0 && same_descs
              ? 1
              : 0;
 }

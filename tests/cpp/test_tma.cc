@@ -10,6 +10,7 @@
 #include <triton_embed/allocator.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -213,8 +214,11 @@ TEST_F(Tma, RoundF32ToTf32NeedsTriton37) {
 tt::TensorMapEncodeCall g_last_call;
 int g_hook_calls = 0;
 
+std::vector<tt::TensorMapEncodeCall> g_calls;
+
 void fake_encoder(const tt::TensorMapEncodeCall& c, unsigned char* map) {
   g_last_call = c;
+  g_calls.push_back(c);
   ++g_hook_calls;
   for (int i = 0; i < 128; ++i) map[i] = static_cast<unsigned char>(0xA0 + g_hook_calls + i);
 }
@@ -284,6 +288,66 @@ TEST_F(Tma, TmaTargetPacksTheEncodedMapThenShapeAndStrides) {
   te::TensorDescriptor src_copy = src;
   ASSERT_EQ(tt::dry_run(copy2, slots, src_copy, dst, 16, 32), 10);
   EXPECT_EQ(g_hook_calls, 6);
+}
+
+// The one-pass path of a cache hit takes descriptors: the same key words and values as the
+// general path, each descriptor packed at its place once the entry is known.
+TEST_F(Tma, OnePassPathTakesDescriptorsAsTheGeneralPathDoes) {
+  tt::set_tensor_map_encoder(&fake_encoder);
+  te::JitFunction copy2("te_tma_kernels", "tma_copy_2d");
+  te::JitFunction scale("te_tma_kernels", "tma_scale_2d");
+  const auto src = D(0x30000, te::DType::bf16, {100, 48}, {48, 1}, {16, 32});
+  const auto dst = D(0x50000, te::DType::bf16, {100, 48}, {48, 1}, {16, 32}, te::Padding::kNan);
+  const auto f32 = D(0x60000, te::DType::fp32, {64, 64}, {64, 1}, {32, 16});
+  EXPECT_EQ(tt::fast_path_agrees_for(copy2, src, dst, 16, 32), 1);
+  EXPECT_EQ(tt::fast_path_agrees_for(scale, f32, f32, 0.5, 32, 16), 1);
+  EXPECT_EQ(tt::fast_path_agrees_for(scale, f32, f32, 1, 32, 16), 1);
+}
+
+// A config pre-hook that sets block shapes from the config alone is repeated by the memo of
+// whole calls: a hit packs the hooked copies of the caller's descriptors, as the walk does,
+// and follows the caller's changes to them.
+TEST_F(Tma, TranslatedPreHooksTakeTheMemoOfWholeCalls) {
+  tt::set_tensor_map_encoder(&fake_encoder);
+  te::JitFunction tuned("te_tma_kernels", "fake_tuned_subtile_scale");
+  const int64_t M = 512, N = 256;
+  auto ds = D(0x10000, te::DType::fp32, {M, N}, {N, 1}, {1, 1});
+  auto dd = D(0x20000, te::DType::fp32, {M, N}, {N, 1}, {1, 1});
+  uint64_t first[64], again[64], walked[64];
+  g_calls.clear();
+  const int n = std::abs(tt::dry_run(tuned, first, ds, dd, M, N, 2.0));  // tunes (fake timings)
+  const uint64_t hits = tt::call_memo_hits();
+  ASSERT_EQ(tt::dry_run(tuned, again, ds, dd, M, N, 2.0), n - 1);
+  EXPECT_EQ(tt::call_memo_hits(), hits + 1);
+  EXPECT_EQ(std::vector<uint64_t>(first, first + n - 1),
+            std::vector<uint64_t>(again, again + n - 1));
+  tt::set_call_memo(false);
+  ASSERT_EQ(tt::dry_run(tuned, walked, ds, dd, M, N, 2.0), n - 1);
+  tt::set_call_memo(true);
+  EXPECT_EQ(std::vector<uint64_t>(walked, walked + n - 1),
+            std::vector<uint64_t>(again, again + n - 1));
+  // A new base: a hit still, the hooked copy re-encoded with the hook's block shape.
+  ds.set_base(uint64_t{0x70000});
+  ASSERT_EQ(tt::dry_run(tuned, again, ds, dd, M, N, 2.0), n - 1);
+  EXPECT_EQ(tt::call_memo_hits(), hits + 2);
+  // The walk's encoding of src (the first call's), at the new address.
+  ASSERT_EQ(g_calls.size(), 3u);
+  EXPECT_EQ(g_calls[0].address, 0x10000u);
+  tt::TensorMapEncodeCall want = g_calls[0];
+  want.address = 0x70000;
+  EXPECT_EQ(std::memcmp(&want, &g_calls[2], sizeof(want)), 0);
+  tt::set_call_memo(false);
+  ASSERT_EQ(tt::dry_run(tuned, walked, ds, dd, M, N, 2.0), n - 1);
+  tt::set_call_memo(true);
+  EXPECT_EQ(std::vector<uint64_t>(walked, walked + n - 1),
+            std::vector<uint64_t>(again, again + n - 1));
+  // The caller's descriptors keep their own block shapes.
+  EXPECT_EQ(ds.block_shape()[0], 1);
+  EXPECT_EQ(dd.block_shape()[1], 1);
+  EXPECT_EQ(
+      tt::last_dry_run_kernel()->signature().find("tensordesc<fp32[64, 64]>") != std::string::npos,
+      true)
+      << tt::last_dry_run_kernel()->signature();
 }
 
 // A launch checks a descriptor's fields and reuses its encoded map only while they are the
