@@ -623,10 +623,8 @@ __attribute__((noinline)) void host_path_tma_loop(const te::JitFunction& fn, lon
 int run_host_path_tma(long calls) {
   init();
   te::set_target(te::Target{"cuda", 90, 32});
-  te::detail::testing::set_tensor_map_encoder(
-      [](const te::detail::testing::TensorMapEncodeCall&, unsigned char* map) {
-        std::memset(map, 0, 128);
-      });
+  te::detail::testing::set_tensor_map_encoder([](const te::detail::testing::TensorMapEncodeCall&,
+                                                 unsigned char* map) { std::memset(map, 0, 128); });
   constexpr int64_t M = 256, N = 64;
   const uint64_t x = 0x10000, y = 0x20000;
   const te::TensorDescriptor src(x, te::DType::fp32, {M, N}, {N, 1}, {64, N});
@@ -667,7 +665,8 @@ int main(int argc, char** argv) {
     if (mode == "first-launch") return run_first_launch();
     if (mode == "host-path" && argc > 2) return run_host_path(std::atol(argv[2]));
     if (mode == "host-path-tma" && argc > 2) return run_host_path_tma(std::atol(argv[2]));
-    std::fprintf(stderr, "usage: %s gpu OUT.json [BUNDLE] | first-launch | host-path CALLS | "
+    std::fprintf(stderr,
+                 "usage: %s gpu OUT.json [BUNDLE] | first-launch | host-path CALLS | "
                  "host-path-tma CALLS\n",
                  argv[0]);
     return 2;
