@@ -13,6 +13,12 @@
 //     tuned_ratio, tuned_p25, tuned_p75, tuned_correct, tuned_best
 //                          the same for bench_kernels.add_autotune_kernel (@triton.autotune,
 //                          a grid callable): its tuned choice and cubin come from the bundle
+//     fallback_ratio, fallback_p25, fallback_p75, fallback_correct
+//                          the same for add_kernel at n = 4096, BLOCK 256, which the bundle
+//                          holds only for n = 1000: served by that less specialised entry
+//     rule_ratio, rule_p25, rule_p75, rule_correct
+//                          the same for add_autotune_kernel at n = 2048, a tuning key nobody
+//                          tuned: served by the choice tuned at 4096, as its rule says
 //     hook_ratio, hook_p25, hook_p75, hook_correct
 //                          the same for bench_kernels.tma_copy_tuned (@triton.autotune, two
 //                          host descriptors whose config pre-hook sets their block shapes)
@@ -148,6 +154,62 @@ int run(const char* bundle) {
       [&] { check(d.launch_kernel_ex(&cfgt, fnt, params, nullptr), "cuLaunchKernelEx"); },
       [&] { tuned.launch(tuned_grid, ts, xp, yp, op, kN); }, s, d);
 
+  // What nobody recorded, served by the bundle's explicit rules; after the first launch of a
+  // key, a plain hit like any other. A less specialised entry: the bundle holds add_kernel with
+  // BLOCK 256 only for n = 1000 (`n_elements: i32`), and the n = 4096 call (`i32 D`) takes it.
+  constexpr int kFallbackBlock = 256;
+  check(d.memcpy_htod(o, zeros.data(), kN * 4), "cuMemcpyHtoD");
+  add.launch({kN / kFallbackBlock}, ts, xp, yp, op, kN, kFallbackBlock);
+  check(d.stream_synchronize(s), "cuStreamSynchronize");
+  check(d.memcpy_dtoh(ho.data(), o, kN * 4), "cuMemcpyDtoH");
+  const te::CompiledKernel& kf = add.compile(xp, yp, op, kN, kFallbackBlock);
+  // Served by the entry compiled without "divisible by 16" for n_elements.
+  bool fallback_correct = kf.signature().find("n_elements: i32,") != std::string::npos;
+  for (int64_t i = 0; i < kN; ++i) {
+    const float want = hx[i] + hy[i];
+    fallback_correct = fallback_correct && std::memcmp(&ho[i], &want, 4) == 0;
+  }
+  CUmodule mf;
+  check(d.module_load_data(&mf, kf.cubin().data()), "cuModuleLoadData");
+  CUfunction fnf;
+  check(d.module_get_function(&fnf, mf, kf.name().c_str()), "cuModuleGetFunction");
+  CUlaunchConfig cfgf = cfg;
+  cfgf.gridDimX = kN / kFallbackBlock;
+  cfgf.blockDimX = static_cast<unsigned>(32 * kf.num_warps());
+  cfgf.sharedMemBytes = static_cast<unsigned>(kf.shared());
+  const bench::Pair fpair = bench::paired(
+      [&] { check(d.launch_kernel_ex(&cfgf, fnf, params, nullptr), "cuLaunchKernelEx"); },
+      [&] { add.launch({kN / kFallbackBlock}, ts, xp, yp, op, kN, kFallbackBlock); }, s, d);
+  // A tuning rule: add_autotune_kernel was tuned at n = 4096 only, and its rule
+  // (n_elements=nearest) gives n = 2048 that choice (and its `i32 D` entry).
+  constexpr int64_t kRuleN = 2048;
+  check(d.memcpy_htod(o, zeros.data(), kN * 4), "cuMemcpyHtoD");
+  tuned.launch(tuned_grid, ts, xp, yp, op, kRuleN);
+  check(d.stream_synchronize(s), "cuStreamSynchronize");
+  check(d.memcpy_dtoh(ho.data(), o, kN * 4), "cuMemcpyDtoH");
+  const te::TuningResult* rr = tuned.tuning_result(xp, yp, op, kRuleN);
+  bool rule_correct = rr != nullptr && rr->best.str == tr->best.str;
+  for (int64_t i = 0; i < kN; ++i) {
+    const float want = i < kRuleN ? hx[i] + hy[i] : 0.0f;
+    rule_correct = rule_correct && std::memcmp(&ho[i], &want, 4) == 0;
+  }
+  const te::CompiledKernel& kr = tuned.compile(xp, yp, op, kRuleN);
+  CUmodule mr;
+  check(d.module_load_data(&mr, kr.cubin().data()), "cuModuleLoadData");
+  CUfunction fnr;
+  check(d.module_get_function(&fnr, mr, kr.name().c_str()), "cuModuleGetFunction");
+  int n_rule = static_cast<int>(kRuleN);
+  void* rparams[6];
+  for (int i = 0; i < 6; ++i) rparams[i] = &slots[i];
+  rparams[3] = &n_rule;
+  CUlaunchConfig cfgr = cfgt;
+  cfgr.gridDimX = static_cast<unsigned>(te::cdiv(kRuleN, block));
+  cfgr.blockDimX = static_cast<unsigned>(32 * kr.num_warps());
+  cfgr.sharedMemBytes = static_cast<unsigned>(kr.shared());
+  const bench::Pair rpair = bench::paired(
+      [&] { check(d.launch_kernel_ex(&cfgr, fnr, rparams, nullptr), "cuLaunchKernelEx"); },
+      [&] { tuned.launch(tuned_grid, ts, xp, yp, op, kRuleN); }, s, d);
+
   // An autotuned kernel whose config pre-hook sets its two descriptors' block shapes: the
   // choice, the hook (applied in C++) and the cubin come from the bundle. The raw floor takes
   // the maps tma_copy (same tile) encoded for descriptors of that block shape.
@@ -201,6 +263,14 @@ int run(const char* bundle) {
       hpair.raw_us, hpair.ours_us, hpair.ratio, hpair.p25, hpair.p75,
       hook_correct ? "true" : "false");
   std::printf(
+      "\"fallback_raw_us\": %.4f, \"fallback_ours_us\": %.4f, \"fallback_ratio\": %.4f, "
+      "\"fallback_p25\": %.4f, \"fallback_p75\": %.4f, \"fallback_correct\": %s, "
+      "\"rule_raw_us\": %.4f, \"rule_ours_us\": %.4f, \"rule_ratio\": %.4f, "
+      "\"rule_p25\": %.4f, \"rule_p75\": %.4f, \"rule_correct\": %s, ",
+      fpair.raw_us, fpair.ours_us, fpair.ratio, fpair.p25, fpair.p75,
+      fallback_correct ? "true" : "false", rpair.raw_us, rpair.ours_us, rpair.ratio, rpair.p25,
+      rpair.p75, rule_correct ? "true" : "false");
+  std::printf(
       "\"context_s\": %.6f, \"first_launch_s\": %.6f, \"rss_before_mib\": %.2f, "
       "\"rss_added_mib\": %.2f, \"raw_us\": %.4f, \"ours_us\": %.4f, \"ratio\": %.4f, "
       "\"p25\": %.4f, \"p75\": %.4f, \"correct\": %s, \"tuned_raw_us\": %.4f, "
@@ -209,7 +279,7 @@ int run(const char* bundle) {
       context_s, first_launch_s, rss_before, rss_added, pair.raw_us, pair.ours_us, pair.ratio,
       pair.p25, pair.p75, correct ? "true" : "false", tpair.raw_us, tpair.ours_us, tpair.ratio,
       tpair.p25, tpair.p75, tuned_correct ? "true" : "false", tr->best.str.c_str());
-  correct = correct && tuned_correct && hook_correct;
+  correct = correct && tuned_correct && hook_correct && fallback_correct && rule_correct;
   return correct ? 0 : 1;
 }
 

@@ -101,6 +101,14 @@ def targets(r):
             add("bundle: autotuned kernel, choice and cubin from the bundle: launch <= 1.10x raw",
                 r["bundle_tuned_ratio"], 1.10,
                 r["bundle_tuned_ratio"] <= 1.10 and r["bundle_tuned_correct"])
+        if "bundle_fallback_ratio" in r:
+            add("bundle: a call served by a less specialised entry (recorded n = 1000, launched "
+                "n = 4096), after its first launch: <= 1.10x raw", r["bundle_fallback_ratio"],
+                1.10, r["bundle_fallback_ratio"] <= 1.10 and r["bundle_fallback_correct"])
+        if "bundle_rule_ratio" in r:
+            add("bundle: an autotuned kernel at a tuning key nobody tuned, served by its tuning "
+                "rule, after its first launch: <= 1.10x raw", r["bundle_rule_ratio"], 1.10,
+                r["bundle_rule_ratio"] <= 1.10 and r["bundle_rule_correct"])
         if "bundle_hook_ratio" in r:
             add("bundle: autotuned kernel with a config pre-hook on 2 TMA descriptors (applied "
                 "without Python): launch <= 1.15x raw", r["bundle_hook_ratio"], 1.15,
@@ -206,6 +214,20 @@ def markdown(res):
                              r["bundle_tuned_raw_us"], r["bundle_tuned_ratio"],
                              r["bundle_tuned_p25"], r["bundle_tuned_p75"],
                              r["bundle_tuned_correct"]))
+        if "bundle_fallback_ratio" in r:
+            lines[-1] += (" Served by what the bundle's rules give calls nobody recorded, each "
+                          "after its first launch: `add_kernel` at n = 4096 from the entry "
+                          "compiled for n = 1000 (no \"divisible by 16\"), %.2f us against raw "
+                          "%.2f us (%.3f, quartiles %.3f-%.3f; output exact: %s); "
+                          "`add_autotune_kernel` at n = 2048 with the choice tuned at 4096 "
+                          "(`n_elements=nearest`), %.2f us against raw %.2f us (%.3f, quartiles "
+                          "%.3f-%.3f; output exact: %s)."
+                          % (r["bundle_fallback_ours_us"], r["bundle_fallback_raw_us"],
+                             r["bundle_fallback_ratio"], r["bundle_fallback_p25"],
+                             r["bundle_fallback_p75"], r["bundle_fallback_correct"],
+                             r["bundle_rule_ours_us"], r["bundle_rule_raw_us"],
+                             r["bundle_rule_ratio"], r["bundle_rule_p25"], r["bundle_rule_p75"],
+                             r["bundle_rule_correct"]))
         if "bundle_hook_ratio" in r:
             lines[-1] += (" The autotuned `tma_copy_tuned` (two host descriptors whose config "
                           "pre-hook sets their block shapes; choice, hook and cubin from the "
@@ -300,7 +322,7 @@ def main():
         # fresh processes; the median of each figure.
         bb = os.path.join(a.build, "bench", "bundle_bench")
         runs = [run_json([bb, teb], env) for _ in range(3)]
-        flags = ("correct", "tuned_correct", "hook_correct")
+        flags = ("correct", "tuned_correct", "hook_correct", "fallback_correct", "rule_correct")
         bundle = {k: sorted(r[k] for r in runs)[1] for k in runs[0]
                   if k not in flags and not isinstance(runs[0][k], str)}
         bundle.update({k: v for k, v in runs[0].items() if isinstance(v, str)})

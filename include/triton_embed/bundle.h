@@ -40,6 +40,7 @@
  */
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -117,5 +118,28 @@ TRITON_EMBED_API void set_bundle_notice_callback(std::function<void(const Bundle
  *  triton_embed::set_tuning_rule("pykernels.matmul.matmul_kernel", "M=nearest");
  *  \endcode */
 TRITON_EMBED_API void set_tuning_rule(std::string_view kernel, std::string_view rule);
+
+/*! \brief How a program with the JIT layer computes a \c @triton.heuristics value that it has
+ *  not memoised yet (a heuristic runs once per distinct set of values it reads). */
+enum class HeuristicEvaluation : uint8_t {
+  /*! Every heuristic runs in Python (the default). */
+  kPython = 0,
+  /*! A heuristic the JIT translated into an expression (the forms the README's "Kernel
+   *  bundles" section lists; bundles keep the same expression) is evaluated in C++, with
+   *  Python's results, and Python is not called. A heuristic that did not translate runs in
+   *  Python, and so does a call the expression cannot compute (where Python raises, or a value
+   *  beyond what the evaluator models): Python then gives its own result or exception. Global
+   *  constants an expression reads are taken when the kernel is loaded. */
+  kExpressions = 1,
+};
+
+/*! \brief Chooses how heuristics are computed from now on (see HeuristicEvaluation); values
+ *  already memoised stay. \c TRITON_EMBED_HEURISTICS=expressions (or \c python) chooses the
+ *  same when this is not called; another value raises ValueError on the first heuristic that
+ *  runs. A program without the JIT layer always evaluates expressions (it has no Python).
+ *  \code
+ *  triton_embed::set_heuristic_evaluation(triton_embed::HeuristicEvaluation::kExpressions);
+ *  \endcode */
+TRITON_EMBED_API void set_heuristic_evaluation(HeuristicEvaluation how);
 
 }  // namespace triton_embed

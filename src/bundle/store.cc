@@ -940,30 +940,12 @@ class BundleSource final : public KernelSource {
   }
   // A heuristic no record holds the result of, computed from its expression (the bundle's
   // layers carry it) as Python computes it; false when it has none or the evaluator cannot
-  // say (the runtime then raises NotInBundleError). With the JIT layer Python computes it.
+  // say (the runtime then raises NotInBundleError). With the JIT layer Python computes it,
+  // unless the user asked for expressions (core/sources.cc evaluates them before any source).
   bool eval_heuristic(KernelState& k, const Heuristic& h, const Frame& f,
                       HeuristicValue& out) override {
-    if (jit_linked() || h.expr.empty()) return false;
-    uint64_t given[2];
-    f.given_mask(given);
-    const expr::Result r = expr::evaluate(h.expr, f.vals, f.np, given);
-    const std::string what =
-        full_name(k) + ": heuristic '" + h.name + "' (" + h.expr.str(param_names(k)) + ")";
-    if (r.fault == expr::Fault::kUnmodelled) return false;
-    if (r.fault != expr::Fault::kNone) expr::raise(r.fault, what, r.what);
-    if (!expr::to_arg(r.value, &out.value)) return false;
-    if (out.value.kind == ArgKind::kStr) {
-      // Kept with the kernel: the memo holds it beyond this call.
-      std::lock_guard<std::mutex> lock(k.values_mu);
-      k.value_strings.emplace_back(out.value.s, out.value.count);
-      out.value.s = k.value_strings.back().c_str();
-    }
-    out.deps.clear();
-    for (const expr::Program::Read& read : h.expr.reads()) {
-      out.deps.push_back(Dep{read.param, read.dtype ? Aspect::kDType : Aspect::kValue});
-    }
-    out.memo = true;
-    return true;
+    if (jit_linked()) return false;
+    return heuristic_expression_value(k, h, f, out, /*raise_faults=*/true);
   }
   // Choices for `target`, from the bundles loaded since the last call for it. The JIT layer
   // takes them only for the very kernel and configs they were tuned from, and tunes configs

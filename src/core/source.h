@@ -137,8 +137,15 @@ inline bool jit_linked() noexcept { return source(SourceSlot::kJit) != nullptr; 
 // (run_config_pre_hook: NotSupportedError). load_kernel and interpret are declared in jit.h.
 
 // Heuristic `h`'s value on the frame (a source's recorded result, or the heuristic run);
-// memoised when it can be.
+// memoised when it can be. With the JIT layer and HeuristicEvaluation::kExpressions, the
+// heuristic's expression is evaluated first (Python runs only what it cannot compute).
 ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f);
+// Heuristic `h` computed from its expression (core/expr.h) as Python computes it, with what it
+// reads; false when it has none or the evaluator cannot say (a value beyond what it models).
+// A fault (Python would raise) raises the exception Python's type names when `raise_faults`,
+// else returns false.
+bool heuristic_expression_value(KernelState& k, const Heuristic& h, const Frame& f,
+                                HeuristicValue& out, bool raise_faults);
 // The choice a source holds for `key` (a bundle's record), published; nullptr when none does
 // (nothing is tuned: what tuning_result() asks).
 const Choice* known_choice(KernelState& k, TuneLayer& t, const MemoKey& key, uint64_t hash);

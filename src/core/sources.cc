@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 #include "core/arg_format.h"
@@ -15,6 +17,7 @@
 #include "core/registry.h"
 #include "core/source.h"
 #include "core/target.h"
+#include "triton_embed/bundle.h"
 
 namespace triton_embed::detail {
 
@@ -32,6 +35,33 @@ constexpr const char* kLinkTheJit =
 [[noreturn]] void throw_needs_jit(const KernelState& k, const char* what) {
   TE_THROW(NotInBundleError) << full_name(k) << ": " << what << " is in no kernel bundle; "
                              << kLinkTheJit;
+}
+
+// How a program with the JIT layer computes heuristic values (set_heuristic_evaluation(), else
+// TRITON_EMBED_HEURISTICS, read on the first heuristic miss): kUnset until either says.
+constexpr int kUnset = -1;
+std::atomic<int> g_heuristic_evaluation{kUnset};
+std::once_flag g_heuristic_env_once;
+
+HeuristicEvaluation heuristic_evaluation() {
+  int how = g_heuristic_evaluation.load(std::memory_order_acquire);
+  if (how != kUnset) return static_cast<HeuristicEvaluation>(how);
+  std::call_once(g_heuristic_env_once, [] {
+    const char* env = std::getenv("TRITON_EMBED_HEURISTICS");
+    int from_env = static_cast<int>(HeuristicEvaluation::kPython);
+    if (env != nullptr && *env != '\0') {
+      const std::string v(env);
+      TE_CHECK(v == "python" || v == "expressions", ValueError)
+          << "TRITON_EMBED_HEURISTICS='" << v
+          << "': expected 'python' (run each @triton.heuristics function in Python, the "
+          << "default) or 'expressions' (evaluate the heuristics translated into expressions "
+          << "in C++, and run only the others in Python)";
+      if (v == "expressions") from_env = static_cast<int>(HeuristicEvaluation::kExpressions);
+    }
+    int expected = kUnset;  // set_heuristic_evaluation() wins over the environment
+    g_heuristic_evaluation.compare_exchange_strong(expected, from_env, std::memory_order_acq_rel);
+  });
+  return static_cast<HeuristicEvaluation>(g_heuristic_evaluation.load(std::memory_order_acquire));
 }
 
 // Calls f(source) for each registered source in order until it returns true.
@@ -215,8 +245,48 @@ KernelState* load_kernel(std::string_view module, std::string_view name) {
                              << ": no kernel bundle holds it; " << kLinkTheJit;
 }
 
+bool heuristic_expression_value(KernelState& k, const Heuristic& h, const Frame& f,
+                                HeuristicValue& out, bool raise_faults) {
+  if (h.expr.empty()) return false;
+  uint64_t given[2];
+  f.given_mask(given);
+  const expr::Result r = expr::evaluate(h.expr, f.vals, f.np, given);
+  if (r.fault == expr::Fault::kUnmodelled) return false;
+  if (r.fault != expr::Fault::kNone) {
+    if (!raise_faults) return false;
+    const std::string what =
+        full_name(k) + ": heuristic '" + h.name + "' (" + h.expr.str(param_names(k)) + ")";
+    expr::raise(r.fault, what, r.what);
+  }
+  if (!expr::to_arg(r.value, &out.value)) return false;
+  if (out.value.kind == ArgKind::kStr) {
+    // Kept with the kernel: the memo holds it beyond this call.
+    std::lock_guard<std::mutex> lock(k.values_mu);
+    k.value_strings.emplace_back(out.value.s, out.value.count);
+    out.value.s = k.value_strings.back().c_str();
+  }
+  out.deps.clear();
+  for (const expr::Program::Read& read : h.expr.reads()) {
+    out.deps.push_back(Dep{read.param, read.dtype ? Aspect::kDType : Aspect::kValue});
+  }
+  out.memo = true;
+  return true;
+}
+
 ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
   ArgValue out;
+  // With the JIT layer, the heuristic's expression when the user asked for expressions: no
+  // Python. What the expression cannot compute (a fault, a value beyond what it models) goes
+  // to Python, which gives its own result or raises its own exception.
+  if (!h.expr.empty() && jit_linked() &&
+      heuristic_evaluation() == HeuristicEvaluation::kExpressions) {
+    HeuristicValue v;
+    if (heuristic_expression_value(k, h, f, v, /*raise_faults=*/false)) {
+      publish_heuristic(k, h, f, v);
+      note_heuristic(h, f, v.value);
+      return v.value;
+    }
+  }
   const bool found = ask([&](KernelSource& s) {
     std::vector<HeuristicRecord> known;
     if (s.known_heuristics(k, known)) {
@@ -337,6 +407,14 @@ RuntimeInfo runtime_info() {
   RuntimeInfo info;  // jit == false: no interpreter, no Triton
   detail::ask([&](detail::KernelSource& s) { return s.runtime_info(info); });
   return info;
+}
+
+void set_heuristic_evaluation(HeuristicEvaluation how) {
+  TE_CHECK(how == HeuristicEvaluation::kPython || how == HeuristicEvaluation::kExpressions,
+           ValueError)
+      << "set_heuristic_evaluation: " << static_cast<int>(how)
+      << " is not a HeuristicEvaluation (kPython or kExpressions)";
+  detail::g_heuristic_evaluation.store(static_cast<int>(how), std::memory_order_release);
 }
 
 }  // namespace triton_embed

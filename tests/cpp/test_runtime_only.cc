@@ -654,6 +654,20 @@ class RuntimeOnlyRules : public RuntimeOnlyFallback {
       ASSERT_NE(r, nullptr);
       EXPECT_EQ(r->best.str, recorded("best:" + at));
     }
+    // Memoised: after its first launch, a launch of the key is a plain hit of the memo of
+    // whole calls (no rule search, no allocation).
+    const std::string mode = "mul";
+    uint64_t slots[8] = {};
+    te::detail::testing::dry_run(k, slots, te_bundle::kX, te_bundle::kOut, n, 8, mode);
+    const uint64_t hits = te::detail::testing::call_memo_hits();
+    int packed = 0;
+    {
+      te_test::CountAllocations allocations;
+      packed = te::detail::testing::dry_run(k, slots, te_bundle::kX, te_bundle::kOut, n, 8, mode);
+      EXPECT_EQ(allocations.count(), 0u);
+    }
+    EXPECT_GT(packed, 0);
+    EXPECT_EQ(te::detail::testing::call_memo_hits(), hits + 1);
     if (n == served) {
       EXPECT_TRUE(notices.empty());
       return;

@@ -1,17 +1,22 @@
 // The recording half of the torch bundle tests (tests/cpp/torch_bundle_cases.h): a JIT process
 // linked to triton_embed::ops runs the ops on the GPU (compiling their kernels for it), saves
 // inputs and outputs, and writes the bundle. CTest runs it as torch_bundle_record, before
-// torch_bundle_replay; both skip without a GPU.
+// torch_bundle_replay, and as torch_any_reference (TorchAnyBundle), before torch_any_replay;
+// all skip without a GPU.
 
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 #include <torch/serialize.h>
 #include <triton_embed/bundle.h>
 
+#include <fstream>
+
+#include "torch_any_cases.h"
 #include "torch_bundle_cases.h"
 
 namespace te = triton_embed;
 namespace tb = te_torch_bundle;
+namespace ta = te_torch_any;
 
 namespace {
 
@@ -29,6 +34,26 @@ TEST(TorchBundle, RecordOpsOnTheGpu) {
     torch::save(saved, tb::tensors_path(c));
   }
   te::write_bundle(tb::bundle_path());
+}
+
+// The JIT's outputs of the ops on 100 random shapes (torch_any_cases.h), computed after
+// torch_any_bundle_build wrote the bundle of generic entries (nothing of this run is in it),
+// saved with the inputs for torch_any_replay. CTest runs it as torch_any_reference.
+TEST(TorchAnyBundle, ReferenceOutputsOnTheGpu) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
+  ASSERT_TRUE(std::ifstream(ta::bundle_path()).good())
+      << ta::bundle_path() << ": torch_any_bundle_build writes it first";
+  for (size_t i = 0; i < ta::cases().size(); ++i) {
+    const ta::Case& c = ta::cases()[i];
+    std::vector<at::Tensor> in = ta::make_inputs(i);
+    for (at::Tensor& t : in) t = t.cuda();
+    const at::Tensor out = ta::run(c, in);
+    ASSERT_TRUE(out.is_cuda()) << c.name();
+    std::vector<at::Tensor> saved;
+    for (const at::Tensor& t : in) saved.push_back(t.cpu());
+    saved.push_back(out.cpu());
+    torch::save(saved, ta::tensors_path(i));
+  }
 }
 
 }  // namespace

@@ -4,7 +4,8 @@
 //
 // CTest runs it twice: torch_runtime_only (everything but TorchBundleReplay, with the bundle
 // bundle_record wrote as TRITON_EMBED_BUNDLE) and, on a GPU, torch_bundle_replay (the ops
-// from the bundle torch_bundle_record wrote, bitwise against the JIT's outputs).
+// from the bundle torch_bundle_record wrote, bitwise against the JIT's outputs) and
+// torch_any_replay (the ops on 100 shapes nobody recorded, from a bundle of generic entries).
 
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -14,13 +15,17 @@
 #include <triton_embed/torch.h>
 
 #include <fstream>
+#include <set>
 #include <string>
+#include <tuple>
 
 #include "message_of.h"
+#include "torch_any_cases.h"
 #include "torch_bundle_cases.h"
 
 namespace te = triton_embed;
 namespace tb = te_torch_bundle;
+namespace ta = te_torch_any;
 
 namespace {
 
@@ -113,5 +118,56 @@ class TorchBundleReplay : public ::testing::Test {
 TEST_F(TorchBundleReplay, Add) { replay("add_"); }
 TEST_F(TorchBundleReplay, Softmax) { replay("softmax_"); }
 TEST_F(TorchBundleReplay, LayerNorm) { replay("layer_norm_"); }
+
+// Within rounding: the ops against torch's, or against the JIT's where another cubin computed
+// them (sums of up to 6000 values: an absolute part).
+bool close(const at::Tensor& got, const at::Tensor& want, at::ScalarType dtype) {
+  const double tol = dtype == at::kHalf ? 1e-2 : 1e-4;
+  return at::allclose(got.to(at::kFloat), want.to(at::kFloat), tol,
+                      dtype == at::kHalf ? 1e-2 : 1e-3);
+}
+
+// The ops on 100 random shapes no entry was made for, from the bundle of generic entries
+// (tests/aot/ops_any_calls.txt: `i32:any`, the heuristics as expressions), in this program
+// without Python: the JIT's outputs (torch_any_reference), bit for bit where the same cubin
+// computed both, and torch's own ops within rounding. The bundle is for cuda:90 (H100, H200).
+TEST(TorchAnyBundleReplay, HundredShapesNobodyRecorded) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
+  std::vector<te::BundleNotice> notices;
+  te::set_bundle_notice_callback([&](const te::BundleNotice& n) { notices.push_back(n); });
+  te::load_bundle(ta::bundle_path());
+  int bitwise = 0;
+  std::set<std::tuple<int, int, int64_t>> generic_keys;  // op, dtype, block
+  for (size_t i = 0; i < ta::cases().size(); ++i) {
+    const ta::Case& c = ta::cases()[i];
+    if (!c.same_cubin()) {
+      generic_keys.emplace(static_cast<int>(c.op), static_cast<int>(c.dtype), c.block());
+    }
+    std::vector<at::Tensor> saved;
+    torch::load(saved, ta::tensors_path(i));
+    ASSERT_GE(saved.size(), 2u) << c.name();
+    const at::Tensor expected = saved.back();
+    saved.pop_back();
+    std::vector<at::Tensor> in;
+    for (const at::Tensor& t : saved) in.push_back(t.cuda());
+    const at::Tensor got = ta::run(c, in).cpu();
+    ASSERT_EQ(got.scalar_type(), expected.scalar_type()) << c.name();
+    ASSERT_EQ(got.sizes(), expected.sizes()) << c.name();
+    if (c.same_cubin()) {
+      EXPECT_TRUE(tb::bitwise_equal(got, expected)) << c.name() << ": not the JIT's bits";
+      ++bitwise;
+    } else {
+      EXPECT_TRUE(close(got, expected, c.dtype)) << c.name() << ": far from the JIT's output";
+    }
+    EXPECT_TRUE(close(got, ta::reference(c, saved), c.dtype)) << c.name() << ": far from torch";
+  }
+  te::set_bundle_notice_callback(nullptr);
+  EXPECT_GT(bitwise, 50);
+  // The calls with a multiple of 16 were served by the generic entries: said once per key.
+  size_t less_specialised = 0;
+  for (const te::BundleNotice& n : notices) less_specialised += n.less_specialised ? 1 : 0;
+  EXPECT_GT(generic_keys.size(), 5u);
+  EXPECT_EQ(less_specialised, generic_keys.size());
+}
 
 }  // namespace
