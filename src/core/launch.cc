@@ -265,35 +265,23 @@ void launch_entry(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx, c
   if (TE_UNLIKELY(r != CUDA_SUCCESS)) throw_launch_error(k, *e, r, g);
 }
 
-void launch_with_descriptors(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx,
-                             const GridSpec& grid, Stream stream, const ArgValue* args,
-                             const DescSlots& descs, const uint64_t* values, uint32_t n) {
+int launch_with_descriptors(KernelState* kernel, Entry* e, const LaunchSite* site,
+                            const DescSlots& descs, const uint64_t* values, uint32_t n,
+                            uint64_t* slots_out) {
   uint64_t slots[kMaxPackedParams];
   void* params[kMaxPackedParams];
   TensorMapStorage maps[kMaxTensorDescs];
   const uint32_t np = expand_descriptors(*kernel, *e, descs, values, n, slots, params, maps);
-  launch_entry(kernel, e, ctx, grid, stream, args, slots, params, np);
-}
-
-int dry_run_with_descriptors(KernelState* kernel, const Entry* e, const DescSlots& descs,
-                             const uint64_t* values, uint32_t n, uint64_t* slots_out) {
-  uint64_t slots[kMaxPackedParams];
-  void* params[kMaxPackedParams];
-  TensorMapStorage maps[kMaxTensorDescs];
-  const uint32_t np = expand_descriptors(*kernel, *e, descs, values, n, slots, params, maps);
-  note_dry_run(e);
-  if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
+  if (site != nullptr) {
+    launch_entry(kernel, e, site->ctx, site->grid, site->stream, site->args, slots, params, np);
+  } else {
+    note_dry_run(e);
+    if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
+  }
   return static_cast<int>(np);
 }
 
 namespace {
-
-// Where a launch goes (launch_in()); none for a dry run.
-struct LaunchSite {
-  const cuda::ContextInfo& ctx;
-  const GridSpec& grid;
-  Stream stream;
-};
 
 // The general path of launch_in() and host_path_dry_run(): binds leaf by leaf (descriptors
 // included, whose maps need room the one-pass path's frame does not carry), compiling on a
@@ -332,12 +320,13 @@ void launch_in(KernelState* kernel, const cuda::ContextInfo& ctx, const Interned
   DescSlots descs;
   Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np, descs);
   if (TE_UNLIKELY(e == nullptr)) {  // a miss, or a call the one-pass path does not take
-    const LaunchSite site{ctx, grid, stream};
+    const LaunchSite site{ctx, grid, stream, nullptr};  // general_path passes the bound args
     general_path(kernel, options, target, args, nargs, &site, nullptr);
     return;
   }
   if (TE_UNLIKELY(descs.n != 0)) {
-    launch_with_descriptors(kernel, e, ctx, grid, stream, b.args, descs, slots, np);
+    const LaunchSite site{ctx, grid, stream, b.args};
+    launch_with_descriptors(kernel, e, &site, descs, slots, np, nullptr);
     return;
   }
   if (TE_UNLIKELY(e->packs_ones))
@@ -424,7 +413,7 @@ int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const
   if (TE_UNLIKELY(e == nullptr))
     return general_path(kernel, options, target, args, nargs, nullptr, slots_out);
   if (TE_UNLIKELY(descs.n != 0))
-    return dry_run_with_descriptors(kernel, e, descs, slots, np, slots_out);
+    return launch_with_descriptors(kernel, e, nullptr, descs, slots, np, slots_out);
   if (TE_UNLIKELY(e->packs_ones))
     np = insert_ones(e->one_slots.data(), e->one_slots.size(), slots, np);
   note_dry_run(e);

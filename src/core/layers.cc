@@ -336,8 +336,8 @@ struct Walk {
   uint64_t* slots = nullptr;  // kDryRun
   int dry = 0;
   bool memo_ok = true;  // no layer did what the memo of whole calls cannot repeat
-  // A config pre-hook the walk applied that the memo repeats (block shapes from the config
-  // alone: Choice::hook_fixed).
+  // A config pre-hook the walk applied that a memo hit need not repeat (block shapes from the
+  // config alone: Choice::hook_fixed; a descriptor's map does not depend on its block shape).
   const expr::HookResult* hook = nullptr;
   // Descriptors with the block shapes config pre-hooks set, for this call's launch, where no
   // per-thread copy was free (set_hooked_block).
@@ -533,23 +533,6 @@ void set_hooked_block(Walk& w, HookedHold& hold, const KernelState& k, Frame& f,
   f.vals[p].ptr = copy;
 }
 
-// On a memo hit: points the call's descriptors that a pre-hook sets at their copies with its
-// block shapes; false when a copy's slot is taken (the walk then does it).
-bool hook_descriptors(HookedHold& hold, const KernelState& k, const expr::HookResult& hook,
-                      DescSlots& descs) {
-  for (uint32_t b = 0; b < hook.num_blocks; ++b) {
-    const expr::HookResult::Block& block = hook.blocks[b];
-    for (uint32_t i = 0; i < descs.n; ++i) {
-      if (descs.param[i] != block.param) continue;
-      const TensorDescriptor* copy =
-          hooked_copy(hold, k, block.param, *descs.desc[i], block.dims, block.rank);
-      if (copy == nullptr) return false;
-      descs.desc[i] = copy;
-    }
-  }
-  return true;
-}
-
 // Applies choice c's hook as an expression; false when Python should run it instead (the JIT
 // layer is there, and the expression cannot say what the hook does for this call: Python then
 // does it, or raises what it raises). Without the JIT layer what the expression cannot do is
@@ -647,8 +630,9 @@ void apply_pre_hook(Walk& w, HookedHold& hold, KernelState& k, const TuneLayer& 
                         f.mode == FrameMode::kPrepare || f.mode == FrameMode::kDryRun;
   if (!launches) return;
   if (c.hook_in_cpp() && apply_hook_expression(w, hold, k, c, f)) {
-    // Block shapes from the config alone: the memo repeats them on a hit (CallTail::hook).
-    // Anything else it would skip.
+    // Block shapes from the config alone: the entry the memo finds was compiled for them, and
+    // a hit packs the call's own descriptors (their maps take the box from the entry). Anything
+    // else the memo would skip.
     if (c.hook_fixed != nullptr && c.hook_fixed->num_zeroed == 0 && w.hook == nullptr) {
       w.hook = c.hook_fixed.get();
     } else if (!c.hook.actions.empty()) {
@@ -762,10 +746,10 @@ inline bool call_memo_key(const KernelState& inner, const CallPlan& plan, const 
 }
 
 // The inner cache entry and packed arguments of a memoised call, or nullptr. Its descriptors
-// (descs; to be packed with the entry's metadata) are those its pre-hook sets, held by `hold`.
+// (descs) are the call's own, to be packed with the entry's metadata.
 inline Entry* find_memoised(KernelState& k, const InternedOptions* options, const CallArgs& call,
                             uint32_t target, uint64_t* slots, uint32_t* np, const CallTail** tail,
-                            DescSlots& descs, HookedHold& hold) {
+                            DescSlots& descs) {
   CallMemo& m = *k.call_memo;
   const CallPlan* plan = m.plan.load(std::memory_order_acquire);
   if (plan == nullptr || plan->epoch != m.epoch.load(std::memory_order_acquire)) return nullptr;
@@ -777,9 +761,6 @@ inline Entry* find_memoised(KernelState& k, const InternedOptions* options, cons
   if (!m.table.find(key, key.hash(), v)) return nullptr;
   *tail = reinterpret_cast<const CallTail*>(static_cast<uintptr_t>(v[1]));
   Entry* e = reinterpret_cast<Entry*>(static_cast<uintptr_t>(v[0]));
-  if (TE_UNLIKELY((*tail)->hook != nullptr) && !hook_descriptors(hold, k, *(*tail)->hook, descs)) {
-    return nullptr;
-  }
   if (TE_UNLIKELY(e->packs_ones))
     *np = insert_ones(e->one_slots.data(), e->one_slots.size(), slots, *np);
   return e;
@@ -821,7 +802,8 @@ void remember_call(KernelState& k, const InternedOptions* options, const CallArg
   DescSlots descs;
   if (!call_memo_key(inner, cp, call, target, options, key, slots, &np, descs)) return;
   // The entry the walk used, and the inner kernel's packed arguments: the call's own, its
-  // descriptors the call's or those the pre-hook set?
+  // descriptors the call's or copies with the block shapes the pre-hook set (a hit packs the
+  // call's own: a map takes its box from the entry, so the same)?
   Key ik;
   uint64_t islots[kMaxLeaves + 2];
   uint32_t inp = 0;
@@ -845,7 +827,7 @@ void remember_call(KernelState& k, const InternedOptions* options, const CallArg
   // The values after the given ones (for a grid callable's Meta), interned.
   const CallTail* tail = nullptr;
   for (const auto& t : m.tails) {
-    if (t->hook == w.hook && t->vals.size() == f.np - call.npos &&
+    if (t->vals.size() == f.np - call.npos &&
         std::memcmp(static_cast<const void*>(t->vals.data()), f.vals + call.npos,
                     t->vals.size() * sizeof(ArgValue)) == 0) {
       tail = t.get();
@@ -855,7 +837,6 @@ void remember_call(KernelState& k, const InternedOptions* options, const CallArg
   if (tail == nullptr) {
     auto fresh = std::make_unique<CallTail>();
     fresh->vals.assign(f.vals + call.npos, f.vals + f.np);
-    fresh->hook = w.hook;
     tail = fresh.get();
     m.tails.push_back(std::move(fresh));
   }
@@ -1051,8 +1032,7 @@ void launch_call(KernelState* kernel, const InternedOptions* options, const Grid
     uint32_t np = 0;
     const CallTail* tail = nullptr;
     DescSlots descs;
-    HookedHold hold;  // until the launch returns
-    if (Entry* e = find_memoised(*kernel, options, call, target, slots, &np, &tail, descs, hold)) {
+    if (Entry* e = find_memoised(*kernel, options, call, target, slots, &np, &tail, descs)) {
       KernelState& inner = inner_of(kernel);
       ArgValue all[kMaxArgs];
       const ArgValue* meta_args = nullptr;
@@ -1063,7 +1043,8 @@ void launch_call(KernelState* kernel, const InternedOptions* options, const Grid
         meta_args = all;
       }
       if (TE_UNLIKELY(descs.n != 0)) {
-        launch_with_descriptors(&inner, e, ctx, grid, stream, meta_args, descs, slots, np);
+        const LaunchSite site{ctx, grid, stream, meta_args};
+        launch_with_descriptors(&inner, e, &site, descs, slots, np, nullptr);
         return;
       }
       void* params[kMaxLeaves + 2];
@@ -1118,12 +1099,10 @@ int dry_run_call(KernelState* kernel, const InternedOptions* options, const Call
     uint32_t np = 0;
     const CallTail* tail = nullptr;
     DescSlots descs;
-    HookedHold hold;
-    if (const Entry* e =
-            find_memoised(*kernel, options, call, target, slots, &np, &tail, descs, hold)) {
+    if (Entry* e = find_memoised(*kernel, options, call, target, slots, &np, &tail, descs)) {
       g_call_memo_hits.fetch_add(1, std::memory_order_relaxed);
       if (TE_UNLIKELY(descs.n != 0)) {
-        return dry_run_with_descriptors(&inner_of(kernel), e, descs, slots, np, slots_out);
+        return launch_with_descriptors(&inner_of(kernel), e, nullptr, descs, slots, np, slots_out);
       }
       note_dry_run(e);
       if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));

@@ -228,9 +228,6 @@ struct CallPlan {
 // (set by a layer, or defaults), for a grid callable's Meta. Interned, never freed.
 struct CallTail {
   std::vector<ArgValue> vals;
-  // The block shapes the chosen config's pre-hook sets (Choice::hook_fixed), applied again on
-  // each hit; null when the walk applied no hook.
-  const expr::HookResult* hook = nullptr;
 };
 
 struct CallMemo {
@@ -320,13 +317,18 @@ void launch_entry(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx, c
                   Stream stream, const ArgValue* args, uint64_t* slots, void** params, uint32_t np);
 
 struct DescSlots;  // core/tensor_map.h
-// The same for the one-pass values values[0, n) of a call with host descriptors (descs),
-// packed with e's TMA metadata (expand_descriptors); and its dry run (host_path_dry_run's
-// result, the packed values to slots_out).
-void launch_with_descriptors(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx,
-                             const GridSpec& grid, Stream stream, const ArgValue* args,
-                             const DescSlots& descs, const uint64_t* values, uint32_t n);
-int dry_run_with_descriptors(KernelState* kernel, const Entry* e, const DescSlots& descs,
-                             const uint64_t* values, uint32_t n, uint64_t* slots_out);
+// Where a launch goes; none for a dry run. `args` (all parameters) for a grid callable's Meta.
+struct LaunchSite {
+  const cuda::ContextInfo& ctx;
+  const GridSpec& grid;
+  Stream stream;
+  const ArgValue* args;
+};
+// The launch at `site` of the one-pass values values[0, n) of a call with host descriptors
+// (descs), packed with e's TMA metadata (expand_descriptors); or, with no site, its dry run
+// (host_path_dry_run's result, the packed values to slots_out).
+int launch_with_descriptors(KernelState* kernel, Entry* e, const LaunchSite* site,
+                            const DescSlots& descs, const uint64_t* values, uint32_t n,
+                            uint64_t* slots_out);
 
 }  // namespace triton_embed::detail

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace te_test {
@@ -42,6 +43,45 @@ struct DeviceBuffer {
     std::vector<T> h(n);
     cudaMemcpy(h.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost);
     return h;
+  }
+};
+
+// The operands of an exact matmul test: a (M x K) and b (K x N), row-major, small integers
+// (their sums of products stay exact in fp32) as ints and as fp16 bits; `seed` varies them.
+struct IntMatmul {
+  int M, N, K;
+  std::vector<int> a, b;
+  std::vector<uint16_t> ha, hb;
+  IntMatmul(int m, int n, int k, int seed)
+      : M(m),
+        N(n),
+        K(k),
+        a(static_cast<size_t>(m) * k),
+        b(static_cast<size_t>(k) * n),
+        ha(a.size()),
+        hb(b.size()) {
+    for (size_t i = 0; i < a.size(); ++i)
+      ha[i] = half_of(a[i] = static_cast<int>((i * 7 + seed) % 9) - 4);
+    for (size_t i = 0; i < b.size(); ++i)
+      hb[i] = half_of(b[i] = static_cast<int>((i * 5 + seed) % 7) - 3);
+  }
+  // The first element where c (M x N, row-major) differs from a @ b, as text; empty when none.
+  std::string mismatch(const std::vector<float>& c) const {
+    for (int i = 0; i < M; ++i) {
+      for (int j = 0; j < N; ++j) {
+        int64_t want = 0;
+        for (int k = 0; k < K; ++k) {
+          want += int64_t{a[static_cast<size_t>(i) * K + k]} * b[static_cast<size_t>(k) * N + j];
+        }
+        const float got = c[static_cast<size_t>(i) * N + j];
+        if (got != static_cast<float>(want)) {
+          return "matmul " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
+                 " at (" + std::to_string(i) + ", " + std::to_string(j) +
+                 "): " + std::to_string(got) + ", want " + std::to_string(want);
+        }
+      }
+    }
+    return {};
   }
 };
 

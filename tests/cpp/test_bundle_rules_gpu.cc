@@ -25,7 +25,6 @@
 
 namespace te = triton_embed;
 using namespace triton_embed::literals;
-using te_test::half_of;
 
 namespace {
 
@@ -98,16 +97,11 @@ TEST_F(BundleRulesGpu, KeysNobodyTunedLaunchTheRulesChoice) {
                                        {256, 256},  {4096, 4096}};
   for (auto [m, served] : cases) {
     SCOPED_TRACE("M=" + std::to_string(m));
-    std::vector<uint16_t> ha(static_cast<size_t>(m) * kK), hb(static_cast<size_t>(kK) * kN);
-    std::vector<int> ia(ha.size()), ib(hb.size());
-    for (size_t i = 0; i < ha.size(); ++i)
-      ha[i] = half_of(ia[i] = static_cast<int>(i * 7 % 13) - 6);
-    for (size_t i = 0; i < hb.size(); ++i)
-      hb[i] = half_of(ib[i] = static_cast<int>(i * 5 % 11) - 5);
-    te_test::DeviceBuffer<uint16_t> a(ha.size()), b(hb.size());
+    const te_test::IntMatmul ops(m, kN, kK, 0);
+    te_test::DeviceBuffer<uint16_t> a(ops.ha.size()), b(ops.hb.size());
     te_test::DeviceBuffer<float> c(static_cast<size_t>(m) * kN);
-    a.upload(ha);
-    b.upload(hb);
+    a.upload(ops.ha);
+    b.upload(ops.hb);
     const te::Pointer pa(a.ptr, te::DType::fp16), pb(b.ptr, te::DType::fp16);
     const auto grid = [&](const te::Meta& meta) {
       return te::Grid(te::cdiv(m, meta["BLOCK_M"]) * te::cdiv(kN, meta["BLOCK_N"]));
@@ -117,19 +111,8 @@ TEST_F(BundleRulesGpu, KeysNobodyTunedLaunchTheRulesChoice) {
       mm.launch(grid, nullptr, pa, pb, c.ptr, m, kN, kK, kK, 1, kN, 1, kN, 1, "ACTIVATION"_a = "");
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     }
-    const std::vector<float> got = c.download();
-    // Sums of products of small integers: exact in fp32.
-    for (int i = 0; i < m; ++i) {
-      for (int j = 0; j < kN; ++j) {
-        int64_t want = 0;
-        for (int k = 0; k < kK; ++k) {
-          want += static_cast<int64_t>(ia[static_cast<size_t>(i) * kK + k]) *
-                  ib[static_cast<size_t>(k) * kN + j];
-        }
-        ASSERT_EQ(got[static_cast<size_t>(i) * kN + j], static_cast<float>(want))
-            << "c[" << i << "][" << j << "]";
-      }
-    }
+    const std::string bad = ops.mismatch(c.download());
+    ASSERT_TRUE(bad.empty()) << bad;
     const te::TuningResult* r =
         mm.tuning_result(pa, pb, c.ptr, m, kN, kK, kK, 1, kN, 1, kN, 1, "ACTIVATION"_a = "");
     ASSERT_NE(r, nullptr);

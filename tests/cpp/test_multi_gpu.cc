@@ -27,7 +27,6 @@
 namespace te = triton_embed;
 using namespace triton_embed::literals;
 using te_test::DeviceBuffer;
-using te_test::half_of;
 
 namespace {
 
@@ -69,16 +68,11 @@ class MultiGpu : public ::testing::Test {
 // c = a @ b with pykernels.matmul's autotuned matmul on the current device; checks c against
 // the exact product of the small integers a and b hold. Returns the tuned config.
 std::string matmul_on_current_device(int M, int N, int K, int seed) {
-  std::vector<uint16_t> ha(static_cast<size_t>(M) * K), hb(static_cast<size_t>(K) * N);
-  std::vector<int> ia(ha.size()), ib(hb.size());
-  for (size_t i = 0; i < ha.size(); ++i)
-    ha[i] = half_of(ia[i] = static_cast<int>((i * 7 + seed) % 9) - 4);
-  for (size_t i = 0; i < hb.size(); ++i)
-    hb[i] = half_of(ib[i] = static_cast<int>((i * 5 + seed) % 7) - 3);
-  DeviceBuffer<uint16_t> a(ha.size()), b(hb.size());
+  const te_test::IntMatmul ops(M, N, K, seed);
+  DeviceBuffer<uint16_t> a(ops.ha.size()), b(ops.hb.size());
   DeviceBuffer<float> c(static_cast<size_t>(M) * N);
-  a.upload(ha);
-  b.upload(hb);
+  a.upload(ops.ha);
+  b.upload(ops.hb);
   static const te::JitFunction mm("pykernels.matmul", "matmul_kernel");
   const te::Pointer pa(a.ptr, te::DType::fp16), pb(b.ptr, te::DType::fp16);
   const auto grid = [&](const te::Meta& m) {
@@ -86,17 +80,10 @@ std::string matmul_on_current_device(int M, int N, int K, int seed) {
   };
   mm.launch(grid, nullptr, pa, pb, c.ptr, M, N, K, K, 1, N, 1, N, 1, "ACTIVATION"_a = "");
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const std::vector<float> got = c.download();
-  for (int i = 0; i < M; ++i) {
-    for (int j = 0; j < N; ++j) {
-      int64_t want = 0;
-      for (int k = 0; k < K; ++k) want += int64_t{ia[i * K + k]} * ib[k * N + j];
-      if (got[static_cast<size_t>(i) * N + j] != static_cast<float>(want)) {
-        ADD_FAILURE() << "matmul " << M << "x" << N << "x" << K << " at (" << i << ", " << j
-                      << "): " << got[static_cast<size_t>(i) * N + j] << ", want " << want;
-        return {};
-      }
-    }
+  const std::string bad = ops.mismatch(c.download());
+  if (!bad.empty()) {
+    ADD_FAILURE() << bad;
+    return {};
   }
   const te::TuningResult* r =
       mm.tuning_result(pa, pb, c.ptr, M, N, K, K, 1, N, 1, N, 1, "ACTIVATION"_a = "");
