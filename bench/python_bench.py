@@ -42,9 +42,9 @@ def per_call_us(fns, sync):
 
 def launch(out_path):
     import torch
+    from bench_kernels import add_autotune_kernel, add_heuristics_kernel
 
     import triton_embed  # noqa: F401  (torch.ops.triton_embed)
-    from bench_kernels import add_autotune_kernel, add_heuristics_kernel
     from pykernels.vector import add_kernel
 
     x = torch.rand(N, device="cuda")
@@ -70,9 +70,58 @@ def launch(out_path):
            lambda: add_autotune_kernel[tuned_grid](x, y, o, N)]
     results = dict(zip(names, per_call_us(fns, sync)))
     results["python_autotune_best"] = str(add_autotune_kernel.best_config)
+    results.update(fast_path(x, y, o, grid, tuned_grid, sync))
     with open(out_path, "w") as f:
         json.dump(results, f)
     print(json.dumps(results))
+
+
+def fast_path(x, y, o, grid, tuned_grid, sync):
+    """triton_embed.jit(kernel)[grid](...) beside Triton's kernel[grid](...): the vector adds
+    above, 32 pointer arguments (bench_kernels.args_32, as launch_bench's args32 row) and two
+    host descriptors (bench_kernels.tma_copy, as its tma row: 256 x 64 fp32, block 64 x 64,
+    the descriptors made once). Interleaved in one group."""
+    import torch
+    from bench_kernels import add_autotune_kernel, add_heuristics_kernel, args_32, tma_copy
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    import triton_embed
+    from pykernels.vector import add_kernel
+
+    fast_add = triton_embed.jit(add_kernel)
+    fast_heur = triton_embed.jit(add_heuristics_kernel)
+    fast_tuned = triton_embed.jit(add_autotune_kernel)
+    fast_args32 = triton_embed.jit(args_32)
+    fast_tma = triton_embed.jit(tma_copy)
+    ptrs = [torch.empty(1, device="cuda") for _ in range(32)]
+    M, N, BM = 256, 64, 64
+    a = torch.rand((M, N), device="cuda")
+    b = torch.zeros((M, N), device="cuda")
+    src = TensorDescriptor.from_tensor(a, [BM, N])
+    dst = TensorDescriptor.from_tensor(b, [BM, N])
+    tgrid = (M // BM,)
+    fast_tma[tgrid](src, dst, BM, N)
+    sync()
+    if not torch.equal(a, b):
+        raise RuntimeError("tma_copy through triton_embed.jit: the copy differs from its source")
+    o.zero_()
+    fast_add[grid](x, y, o, N, BLOCK=BLOCK)
+    sync()
+    if not torch.equal(o, x + y):
+        raise RuntimeError("add_kernel through triton_embed.jit: wrong result")
+    names = ["python_fast_us", "python_fast_heuristics_us", "python_fast_autotune_us",
+             "python_fast_args32_us", "python_args32_kernel_grid_us", "python_fast_tma_us",
+             "python_tma_kernel_grid_us"]
+    fns = [lambda: fast_add[grid](x, y, o, N, BLOCK=BLOCK),
+           lambda: fast_heur[grid](x, y, o, N, BLOCK=BLOCK),
+           lambda: fast_tuned[tuned_grid](x, y, o, N),
+           lambda: fast_args32[(1,)](*ptrs),
+           lambda: args_32[(1,)](*ptrs),
+           lambda: fast_tma[tgrid](src, dst, BM, N),
+           lambda: tma_copy[tgrid](src, dst, BM, N)]
+    results = dict(zip(names, per_call_us(fns, sync)))
+    results["python_fast_path_stats"] = triton_embed.fast_path_stats()
+    return results
 
 
 def triton_cdiv(a, b):

@@ -24,7 +24,8 @@ namespace triton_embed {
 
 namespace detail {
 struct KernelState;
-}
+struct MetaAccess;  // src/core/jit_access.h
+}  // namespace detail
 
 /*! \brief Ceiling division, as \c triton.cdiv. */
 constexpr int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -61,6 +62,7 @@ class TRITON_EMBED_API Meta {
   bool contains(std::string_view name) const noexcept;
 
  private:
+  friend struct detail::MetaAccess;
   const detail::ArgValue* find(std::string_view name) const;
   const detail::KernelState* kernel_;
   const detail::ArgValue* args_;

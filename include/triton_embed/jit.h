@@ -102,6 +102,7 @@ class TRITON_EMBED_API CompiledKernel {
 class JitFunction;
 
 namespace detail {
+struct JitAccess;  // src/core/jit_access.h
 /*! Options interned once per distinct set: \c id goes into the cache key. */
 struct InternedOptions {
   uint32_t id;
@@ -301,6 +302,7 @@ class TRITON_EMBED_API JitFunction {
   const detail::InternedOptions* interned_options() const noexcept { return options_; }
 
  private:
+  friend struct detail::JitAccess;
   JitFunction(detail::KernelState* state, const detail::InternedOptions* options)
       : state_(state), options_(options) {}
   template <class... Args>

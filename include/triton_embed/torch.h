@@ -124,7 +124,8 @@ TRITON_EMBED_TORCH_API void check_can_interpret(std::string_view where);
 /*! Device resolution, device guard, stream and dispatch to the GPU or the interpreter. */
 TRITON_EMBED_TORCH_API void torch_launch(const JitFunction& fn, const GridSpec& grid,
                                          ArgValue* args, size_t npos, const ArgName* names,
-                                         size_t nnamed, const TensorRef* tensors, size_t ntensors);
+                                         size_t nnamed, const TensorRef* tensors, size_t ntensors,
+                                         void* const* py_objects = nullptr);
 
 inline void fill_tensor(const at::Tensor& t, ArgValue& out) {
   out = ArgValue{};

@@ -12,6 +12,11 @@ The ops are written in C++ on the triton_embed library and run Triton kernels fr
 same kernel through Triton's interpreter (for correctness and debugging, not for speed).
 They support autograd, ``torch.compile`` and meta tensors.
 
+Python users' own kernels take the same launch path with one line (``triton_embed.jit``)::
+
+    fast = triton_embed.jit(add_kernel)     # or @triton_embed.jit above @triton.jit
+    fast[grid](x, y, out, n, BLOCK=1024)    # called exactly as add_kernel[grid](...)
+
 The operator library itself needs no Python (C++ programs link it as
 ``triton_embed::ops_runtime`` and run its kernels from bundles); importing the package first
 loads, from the same directory, ``libtriton_embed_torch.so``: the torch layer's Python bridge,
@@ -19,11 +24,13 @@ with the JIT layer that compiles the kernels and runs CPU tensors.
 """
 
 import ctypes
+import importlib.machinery
+import importlib.util
 import os
 
 import torch
 
-__all__ = ["library_path", "ops"]
+__all__ = ["fast_path_stats", "jit", "library_path", "ops", "reset_fast_path_stats"]
 
 
 def _find_library():
@@ -62,3 +69,65 @@ torch.ops.load_library(library_path)
 
 #: The operators, the same object as ``torch.ops.triton_embed``.
 ops = torch.ops.triton_embed
+
+
+def _load_fast(ops_library):
+    directory = os.path.dirname(ops_library)
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = os.path.join(directory, "_fast" + suffix)
+        if os.path.isfile(path):
+            spec = importlib.util.spec_from_file_location(__name__ + "._fast", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+    raise ImportError(
+        "triton_embed: the Python fast path's extension (_fast) is missing next to %s; build or "
+        "install it with the operator library" % ops_library
+    )
+
+
+_fast = _load_fast(library_path)
+_view_classes = {}
+
+
+def jit(kernel):
+    """The view of a Triton kernel (a ``@triton.jit`` function, or one wrapped in
+    ``@triton.autotune`` or ``@triton.heuristics``) whose ``[grid](*args, **kwargs)`` launches
+    through triton_embed's C++ path, with Triton's results: the same compiled kernel (hash and
+    disk cache), heuristic values and autotune choice (in the Autotuner's own cache).
+
+    The view is the kernel to everything else: it shares the kernel's attributes
+    (``best_config``, ``fn``, ``cache``, ...), methods (``run``, ``warmup``) and ``isinstance``
+    checks, so ``torch.compile`` traces it as the kernel. Usable as a decorator above Triton's
+    own. A call the fast path does not take (Triton's launch hooks set, an argument kind it does
+    not convert) runs through Triton's launcher; ``fast_path_stats()`` counts both.
+    """
+    from triton.runtime.autotuner import Autotuner, Heuristics
+    from triton.runtime.jit import JITFunction
+
+    if isinstance(kernel, _fast.FastKernel):
+        return kernel
+    if not isinstance(kernel, (JITFunction, Autotuner, Heuristics)):
+        raise TypeError(
+            "triton_embed.jit takes a @triton.jit function, or one wrapped in @triton.autotune or "
+            "@triton.heuristics; got %s" % type(kernel).__qualname__
+        )
+    base = type(kernel)
+    cls = _view_classes.get(base)
+    if cls is None:
+        cls = type(base.__name__, (_fast.FastKernel, base), {"__module__": base.__module__})
+        _view_classes[base] = cls
+    view = cls.__new__(cls)
+    view.__dict__ = kernel.__dict__
+    _fast.bind(view, kernel)
+    return view
+
+
+def fast_path_stats():
+    """How many launches of ``triton_embed.jit`` views took each path since the process started
+    (or ``reset_fast_path_stats()``): ``{"fast": n, "triton": m}``."""
+    return _fast.stats()
+
+
+def reset_fast_path_stats():
+    _fast.reset_stats()

@@ -11,7 +11,7 @@
 namespace triton_embed::detail::py {
 
 // The Python value Triton would receive for v.
-pybind11::object to_python(const ArgValue& v);
+TE_INTERNAL_API pybind11::object to_python(const ArgValue& v);
 
 // The specialisation list JITFunction's binder would return: one (type, key) per parameter,
 // nested tuples for tuple arguments.

@@ -105,8 +105,41 @@ def load_kernel(module_name, attr):
             "module '%s' (%s) has no attribute '%s'%s"
             % (module_name, getattr(module, "__file__", "?"), attr, hint)
         )
-    obj = getattr(module, attr)
+    return describe_kernel(getattr(module, attr), module_name, attr)
 
+
+def _jit_function_of(obj):
+    """The @triton.jit function under obj's autotune and heuristics wrappers, or None."""
+    from triton.runtime.autotuner import Autotuner, Heuristics
+    from triton.runtime.jit import JITFunction
+
+    while isinstance(obj, (Autotuner, Heuristics)):
+        obj = obj.fn
+    return obj if isinstance(obj, JITFunction) else None
+
+
+def locate_kernel(obj):
+    """(module, name, True) when obj (a kernel object, or triton_embed.jit's view of one) is
+    its module's attribute of its function's name, so that C++ can load it by name and share
+    its state; else (module, a name of this object alone, False)."""
+    fn = _jit_function_of(obj)
+    if fn is None:
+        what = type(obj).__module__ + "." + type(obj).__qualname__
+        raise TypeError(
+            "triton_embed.jit takes a @triton.jit function, or one wrapped in "
+            "@triton.autotune or @triton.heuristics; got a %s" % what
+        )
+    module_name, name = fn.module, fn.__name__
+    module = sys.modules.get(module_name)
+    found = getattr(module, name, None) if module is not None else None
+    # triton_embed.jit's view of a kernel shares the kernel's __dict__.
+    if found is not None and (found is obj or getattr(found, "__dict__", None) is obj.__dict__):
+        return module_name, name, True
+    return module_name, "%s@%x" % (fn.__qualname__, id(obj.__dict__)), False
+
+
+def describe_kernel(obj, module_name, attr):
+    """obj's kernel with Triton's view of its params (load_kernel's result)."""
     from triton.runtime.autotuner import Autotuner, Heuristics
     from triton.runtime.jit import JITFunction
 

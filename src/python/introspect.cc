@@ -105,20 +105,16 @@ KernelState* register_state(const std::string& module, const std::string& key,
   return registered;
 }
 
-}  // namespace
-
-KernelState* python_load_kernel(std::string_view module_sv, std::string_view name_sv) {
-  const std::string module(module_sv), name(name_sv);
-  if (KernelState* k = find_kernel(module, name)) return k;
-  py::ensure_runtime();
-  TE_CHECK(!py::closed(), PythonError)
-      << "cannot load " << module << "." << name << ": the Python interpreter has shut down";
-
+// Reads the kernel `describe` returns (glue.load_kernel's tuple; GIL held) and registers it as
+// module.name.
+template <class Describe>
+KernelState* load_described(const std::string& module, const std::string& name,
+                            Describe&& describe) {
   std::unique_ptr<KernelState> outer, inner;
   {
     py::Gil gil;
     try {
-      pyb::tuple r = py::glue().attr("load_kernel")(module, name);
+      pyb::tuple r = describe();
       pyb::handle obj = r[0];
       pyb::handle fn = r[1];
       pyb::list wrappers = r[2];
@@ -167,6 +163,48 @@ KernelState* python_load_kernel(std::string_view module_sv, std::string_view nam
     outer->inner = in;
   }
   return register_state(module, name, std::move(outer));
+}
+
+void check_open(const std::string& what) {
+  py::ensure_runtime();
+  TE_CHECK(!py::closed(), PythonError)
+      << "cannot load " << what << ": the Python interpreter has shut down";
+}
+
+}  // namespace
+
+KernelState* python_load_kernel(std::string_view module_sv, std::string_view name_sv) {
+  const std::string module(module_sv), name(name_sv);
+  if (KernelState* k = find_kernel(module, name)) return k;
+  check_open(module + "." + name);
+  return load_described(module, name, [&] { return py::glue().attr("load_kernel")(module, name); });
+}
+
+KernelState* python_load_object(void* object) {
+  check_open("a kernel object");
+  const pyb::handle obj(static_cast<PyObject*>(object));
+  std::string module, name;
+  bool by_name = false;
+  {
+    py::Gil gil;
+    try {
+      pyb::tuple r = py::glue().attr("locate_kernel")(obj);
+      module = r[0].cast<std::string>();
+      name = r[1].cast<std::string>();
+      by_name = r[2].cast<bool>();
+    } catch (pyb::error_already_set& e) {
+      if (py::exception_type(e) == "TypeError") {
+        TE_THROW(TypeError) << pyb::str(e.value()).cast<std::string>();
+      }
+      TE_THROW(PythonError) << "reading a kernel object raised\n" << py::format_exception(e);
+    }
+  }
+  // By name where C++ could load it so (the runtime asks its sources in order, and both
+  // share one state); else as this object alone.
+  if (by_name) return load_kernel(module, name);
+  if (KernelState* k = find_kernel(module, name)) return k;
+  return load_described(module, name,
+                        [&] { return py::glue().attr("describe_kernel")(obj, module, name); });
 }
 
 }  // namespace triton_embed::detail

@@ -21,6 +21,10 @@ namespace triton_embed::detail {
 
 // src/python/introspect.cc: imports the module, reads the kernel, registers its state.
 KernelState* python_load_kernel(std::string_view module, std::string_view name);
+// The same for a Python kernel object (a JITFunction, an Autotuner or Heuristics, or
+// triton_embed.jit's view of one): by name (load_kernel) when its module holds it under its
+// function's name, else registered for this object alone. TypeError for another object.
+TE_INTERNAL_API KernelState* python_load_object(void* object);
 // src/python/compile.cc: compiles with Triton and builds the (unpublished) entry.
 std::unique_ptr<Entry> python_build_entry(KernelState& k, const InternedOptions& opts,
                                           const Key& key, uint64_t hash, const ArgValue* args,

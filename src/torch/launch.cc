@@ -119,13 +119,14 @@ void throw_bad_scalar(const c10::Scalar& s) {
 }
 
 void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, size_t npos,
-                  const ArgName* names, size_t nnamed, const TensorRef* tensors, size_t ntensors) {
+                  const ArgName* names, size_t nnamed, const TensorRef* tensors, size_t ntensors,
+                  void* const* py_objects) {
   CallArgs call;
   call.vals = args;
   call.npos = static_cast<uint32_t>(npos);
   call.nnamed = static_cast<uint32_t>(nnamed);
   call.names = names;
-  const TensorArgs targs{tensors, ntensors, &fn};
+  const TensorArgs targs{tensors, ntensors, &fn, py_objects};
   call.py_arg = &tensor_arg;
   call.zero_arg = &zero_tensor_arg;
   call.ctx = &targs;

@@ -7,7 +7,6 @@
 
 #include <ATen/DLConvertor.h>
 #include <ATen/core/Tensor.h>
-
 #include <Python.h>
 #include <pybind11/pybind11.h>
 
@@ -37,14 +36,36 @@ pyb::object to_python_tensor(const at::Tensor& t) {
   const char* view_as = nullptr;
   at::ScalarType carrier = t.scalar_type();
   switch (t.scalar_type()) {
-    case at::kUInt16: view_as = "uint16"; carrier = at::kShort; break;
-    case at::kUInt32: view_as = "uint32"; carrier = at::kInt; break;
-    case at::kUInt64: view_as = "uint64"; carrier = at::kLong; break;
-    case at::kFloat8_e4m3fn: view_as = "float8_e4m3fn"; carrier = at::kChar; break;
-    case at::kFloat8_e5m2: view_as = "float8_e5m2"; carrier = at::kChar; break;
-    case at::kFloat8_e4m3fnuz: view_as = "float8_e4m3fnuz"; carrier = at::kChar; break;
-    case at::kFloat8_e5m2fnuz: view_as = "float8_e5m2fnuz"; carrier = at::kChar; break;
-    default: break;
+    case at::kUInt16:
+      view_as = "uint16";
+      carrier = at::kShort;
+      break;
+    case at::kUInt32:
+      view_as = "uint32";
+      carrier = at::kInt;
+      break;
+    case at::kUInt64:
+      view_as = "uint64";
+      carrier = at::kLong;
+      break;
+    case at::kFloat8_e4m3fn:
+      view_as = "float8_e4m3fn";
+      carrier = at::kChar;
+      break;
+    case at::kFloat8_e5m2:
+      view_as = "float8_e5m2";
+      carrier = at::kChar;
+      break;
+    case at::kFloat8_e4m3fnuz:
+      view_as = "float8_e4m3fnuz";
+      carrier = at::kChar;
+      break;
+    case at::kFloat8_e5m2fnuz:
+      view_as = "float8_e5m2fnuz";
+      carrier = at::kChar;
+      break;
+    default:
+      break;
   }
   const at::Tensor src = view_as == nullptr ? t : t.view(carrier);
   DLManagedTensor* m = at::toDLPack(src);
@@ -71,7 +92,8 @@ void substitute(ArgValue& v, const std::vector<pyb::object>& objs, size_t& next)
       }
       break;
     case ArgKind::kTuple:
-      for (uint32_t i = 0; i < v.count; ++i) substitute(const_cast<ArgValue&>(v.elems[i]), objs, next);
+      for (uint32_t i = 0; i < v.count; ++i)
+        substitute(const_cast<ArgValue&>(v.elems[i]), objs, next);
       break;
     case ArgKind::kConstexpr:
       substitute(const_cast<ArgValue&>(*v.elems), objs, next);
@@ -85,6 +107,11 @@ void substitute(ArgValue& v, const std::vector<pyb::object>& objs, size_t& next)
 // reset_to_zero and restore_value see what Python Triton would give them.
 void* tensor_arg(const void* ctx, uint32_t index) {
   const auto* t = static_cast<const TensorArgs*>(ctx);
+  if (t->py_objects != nullptr) {
+    PyObject* o = static_cast<PyObject*>(t->py_objects[index]);
+    Py_INCREF(o);
+    return o;
+  }
   for (size_t i = 0; i < t->n; ++i) {
     if (t->tensors[i].arg == index) {
       try {

@@ -25,13 +25,17 @@ struct TensorArgs {
   const TensorRef* tensors;
   size_t n;
   const JitFunction* fn;  // the kernel launched (for messages)
+  // A launch from Python (triton_embed.jit): the PyObject* of each argument of the call, which
+  // Python code of the kernel's layers sees as it is; else null.
+  void* const* py_objects;
 };
 
 // What the bridge provides. Every member is set.
 struct TorchPythonHooks {
-  // CallArgs::py_arg of every torch launch (ctx: a TensorArgs): a new reference to a Python
-  // tensor sharing the tensor argument's memory, or nullptr (with a Python error set when
-  // making it failed; without one for an argument that is not a tensor). GIL held.
+  // CallArgs::py_arg of every torch launch (ctx: a TensorArgs): a new reference to the call's
+  // own object (a launch from Python), else to a Python tensor sharing the tensor argument's
+  // memory, or nullptr (with a Python error set when making it failed; without one for an
+  // argument that is not a tensor). GIL held.
   PyArgFn tensor_arg;
   // Runs a launch whose tensors are all on the CPU through Triton's interpreter (args: the
   // call's values as the launch template filled them, nargs = call.npos + call.nnamed).

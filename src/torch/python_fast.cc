@@ -1,0 +1,833 @@
+// The Python fast path (triton_embed._fast, python/triton_embed/__init__.py's jit()): a Python
+// program's own Triton kernels launched through the library, `fast[grid](*args, **kwargs)`
+// called exactly as the kernel is. The call's Python objects become the library's plain call
+// data here, in C++; the torch layer launches it (device, torch's current stream, CPU tensors
+// through Triton's interpreter). Python runs only where the kernel sources need it (a
+// compile, a heuristic or tuning run Python evaluates), and there it sees the call's own
+// objects. A call this path does not take (Triton's launch hooks set, an argument kind it does
+// not convert) goes to Triton's own launcher, counted.
+//
+// The view triton_embed.jit returns is an instance of a subclass of both this module's
+// FastKernel and the kernel's own class (JITFunction, Autotuner, Heuristics), sharing the
+// kernel's __dict__: it is the kernel to everything that reads it (best_config, fn, warmup,
+// run, isinstance checks such as torch.compile's), and its `[grid]` is FastKernel's.
+
+#include <Python.h>
+#include <pybind11/pybind11.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <atomic>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "core/jit_access.h"
+#include "core/kernel_state.h"
+#include "python/convert.h"
+#include "python/jit_layer.h"
+#include "torch/python_hooks.h"
+#include "triton_embed/error.h"
+#include "triton_embed/tensor_descriptor.h"
+#include "triton_embed/torch.h"
+
+namespace triton_embed::detail {
+namespace {
+
+namespace pyb = pybind11;
+
+// How many launches took each path (triton_embed.fast_path_stats()).
+std::atomic<uint64_t> g_fast_calls{0};
+std::atomic<uint64_t> g_triton_calls{0};
+
+// ---- Python objects this module compares against, found once at import ------------------
+
+struct Types {
+  PyObject* constexpr_type = nullptr;   // triton.language.constexpr
+  PyObject* dtype_type = nullptr;       // triton.language.dtype
+  PyObject* jit_function = nullptr;     // triton.runtime.jit.JITFunction
+  PyObject* descriptor = nullptr;       // triton.tools.tensor_descriptor.TensorDescriptor
+  PyObject* runtime_knobs = nullptr;    // triton.knobs.runtime
+  PyTypeObject* tensor_type = nullptr;  // torch.Tensor
+  PyObject* s_value = nullptr;          // interned attribute names
+  PyObject* s_name = nullptr;
+  PyObject* s_base = nullptr;
+  PyObject* s_shape = nullptr;
+  PyObject* s_strides = nullptr;
+  PyObject* s_block_shape = nullptr;
+  PyObject* s_padding = nullptr;
+  PyObject* s_tf32 = nullptr;
+  PyObject* s_data_ptr = nullptr;
+  PyObject* s_dtype = nullptr;
+  PyObject* s_enter = nullptr;
+  PyObject* s_exit = nullptr;
+  PyObject* s_calls = nullptr;
+  PyObject* s_pre_run_hooks = nullptr;
+};
+Types g_types;
+
+PyObject* import_attr(const char* module, const char* attr) {
+  PyObject* m = PyImport_ImportModule(module);
+  if (m == nullptr) return nullptr;
+  PyObject* a = PyObject_GetAttrString(m, attr);
+  Py_DECREF(m);
+  return a;
+}
+
+bool init_types() {
+  Types& t = g_types;
+  if ((t.constexpr_type = import_attr("triton.language", "constexpr")) == nullptr) return false;
+  if ((t.dtype_type = import_attr("triton.language", "dtype")) == nullptr) return false;
+  if ((t.jit_function = import_attr("triton.runtime.jit", "JITFunction")) == nullptr) return false;
+  if ((t.descriptor = import_attr("triton.tools.tensor_descriptor", "TensorDescriptor")) ==
+      nullptr) {
+    return false;
+  }
+  t.tensor_type = reinterpret_cast<PyTypeObject*>(import_attr("torch", "Tensor"));
+  if (t.tensor_type == nullptr) return false;
+  PyObject* knobs = PyImport_ImportModule("triton.knobs");
+  if (knobs == nullptr) return false;
+  t.runtime_knobs = PyObject_GetAttrString(knobs, "runtime");
+  Py_DECREF(knobs);
+  if (t.runtime_knobs == nullptr) return false;
+  struct Name {
+    PyObject** slot;
+    const char* text;
+  };
+  const Name names[] = {{&t.s_value, "value"},
+                        {&t.s_name, "name"},
+                        {&t.s_base, "base"},
+                        {&t.s_shape, "shape"},
+                        {&t.s_strides, "strides"},
+                        {&t.s_block_shape, "block_shape"},
+                        {&t.s_padding, "padding"},
+                        {&t.s_tf32, "round_f32_to_tf32"},
+                        {&t.s_data_ptr, "data_ptr"},
+                        {&t.s_dtype, "dtype"},
+                        {&t.s_enter, "launch_enter_hook"},
+                        {&t.s_exit, "launch_exit_hook"},
+                        {&t.s_calls, "calls"},
+                        {&t.s_pre_run_hooks, "pre_run_hooks"}};
+  for (const Name& n : names) {
+    if ((*n.slot = PyUnicode_InternFromString(n.text)) == nullptr) return false;
+  }
+  return true;
+}
+
+// ---- errors -----------------------------------------------------------------------------
+
+// The library's exception as the Python exception of the same kind (set as the current
+// exception); returns nullptr for the caller to return.
+PyObject* raise_from(const std::exception_ptr& ep) {
+  try {
+    std::rethrow_exception(ep);
+  } catch (pyb::error_already_set& e) {
+    e.restore();
+  } catch (const OverflowError& e) {
+    PyErr_SetString(PyExc_OverflowError, e.what());
+  } catch (const TypeError& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
+  } catch (const ValueError& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const LookupError& e) {
+    PyErr_SetString(PyExc_LookupError, e.what());
+  } catch (const NotSupportedError& e) {
+    PyErr_SetString(PyExc_NotImplementedError, e.what());
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "triton_embed: an unknown C++ exception");
+  }
+  return nullptr;
+}
+
+// ---- FastKernel: the C base of the views -------------------------------------------------
+
+struct FastKernel {
+  PyObject_HEAD PyObject* kernel;  // the wrapped Triton object (its __dict__ is the view's)
+  KernelState* state;       // loaded at the first call (a decorator runs before its module is set)
+  PyObject* params;         // dict: parameter name -> index
+  PyObject* names;          // tuple: the parameters' names, in order
+  PyObject* options;        // dict: tuple of launch options (name, value, ...) -> InternedOptions*
+  PyObject* pre_run_hooks;  // the JITFunction's list of pre-run hooks (Triton runs them)
+  const InternedOptions* no_options;
+};
+
+PyTypeObject* g_kernel_type = nullptr;
+PyTypeObject* g_launcher_type = nullptr;
+
+void kernel_dealloc(PyObject* self) {
+  auto* k = reinterpret_cast<FastKernel*>(self);
+  Py_CLEAR(k->kernel);
+  Py_CLEAR(k->params);
+  Py_CLEAR(k->names);
+  Py_CLEAR(k->options);
+  Py_CLEAR(k->pre_run_hooks);
+  Py_TYPE(self)->tp_free(self);
+}
+
+// Loads the kernel's state on the first call.
+bool ensure_loaded(FastKernel* k) {
+  if (k->state != nullptr) return true;
+  try {
+    KernelState* s = python_load_object(k->kernel);
+    pyb::dict params;
+    pyb::tuple names(s->params.size());
+    for (size_t i = 0; i < s->params.size(); ++i) {
+      auto name =
+          pyb::reinterpret_steal<pyb::str>(PyUnicode_InternFromString(s->params[i].name.c_str()));
+      if (!name) throw pyb::error_already_set();
+      params[name] = pyb::int_(i);
+      names[i] = name;
+    }
+    // The innermost JITFunction's pre_run_hooks (Triton appends to this list).
+    pyb::object fn = pyb::reinterpret_borrow<pyb::object>(k->kernel);
+    while (!PyObject_TypeCheck(fn.ptr(), reinterpret_cast<PyTypeObject*>(g_types.jit_function))) {
+      fn = fn.attr("fn");
+    }
+    pyb::object hooks = pyb::getattr(fn, g_types.s_pre_run_hooks, pyb::none());
+    k->pre_run_hooks = PyList_Check(hooks.ptr()) ? hooks.release().ptr() : nullptr;
+    k->params = params.release().ptr();
+    k->names = names.release().ptr();
+    k->options = PyDict_New();
+    if (k->options == nullptr) return false;
+    k->no_options = intern_options(Options());
+    k->state = s;
+    return true;
+  } catch (...) {
+    raise_from(std::current_exception());
+    return false;
+  }
+}
+
+// ---- Launcher: fast[grid] -------------------------------------------------------------
+
+struct Launcher {
+  PyObject_HEAD vectorcallfunc vectorcall;
+  FastKernel* kernel;
+  PyObject* grid;
+};
+
+void launcher_dealloc(PyObject* self) {
+  auto* l = reinterpret_cast<Launcher*>(self);
+  Py_CLEAR(l->kernel);
+  Py_CLEAR(l->grid);
+  Py_TYPE(self)->tp_free(self);
+}
+
+// One of Triton's launch hooks (knobs.runtime.launch_enter_hook / _exit_hook): a HookChain
+// with its list of calls since 3.7, a callable or None before. The chain last seen and its list
+// are kept, so that a call reads one attribute and one list size.
+struct HookWatch {
+  PyObject* chain = nullptr;
+  PyObject* calls = nullptr;
+};
+HookWatch g_enter_hook, g_exit_hook;
+
+bool hook_set(PyObject* name, HookWatch& w) {
+  PyObject* h = PyObject_GetAttr(g_types.runtime_knobs, name);
+  if (h == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  if (h == Py_None) {
+    Py_DECREF(h);
+    return false;
+  }
+  if (h == w.chain) {
+    Py_DECREF(h);
+    return PyList_GET_SIZE(w.calls) != 0;
+  }
+  PyObject* calls = PyObject_GetAttr(h, g_types.s_calls);
+  if (calls == nullptr || !PyList_Check(calls)) {  // a plain callable: set
+    PyErr_Clear();
+    Py_XDECREF(calls);
+    Py_DECREF(h);
+    return true;
+  }
+  Py_XSETREF(w.chain, h);
+  Py_XSETREF(w.calls, calls);
+  return PyList_GET_SIZE(calls) != 0;
+}
+
+// Whether Triton's launcher would run hooks for this call (its launch hooks, or the kernel's
+// pre_run_hooks): the call then goes there.
+bool hooks_set(FastKernel* k) {
+  return hook_set(g_types.s_enter, g_enter_hook) || hook_set(g_types.s_exit, g_exit_hook) ||
+         (k->pre_run_hooks != nullptr && PyList_GET_SIZE(k->pre_run_hooks) != 0);
+}
+
+// Triton's own launch of the call: kernel[grid](*args, **kwargs).
+PyObject* triton_launch(Launcher* l, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  g_triton_calls.fetch_add(1, std::memory_order_relaxed);
+  PyObject* bound = PyObject_GetItem(l->kernel->kernel, l->grid);
+  if (bound == nullptr) return nullptr;
+  PyObject* r = PyObject_Vectorcall(bound, args, nargsf, kwnames);
+  Py_DECREF(bound);
+  return r;
+}
+
+constexpr size_t kMaxValues = 512;  // arguments and the elements of their tuples
+constexpr size_t kMaxTensors = 256;
+constexpr size_t kMaxCallArgs = 128;
+constexpr size_t kMaxDescs = 8;
+
+// A TensorDescriptor argument's C++ descriptor: per thread, the last few with their fields,
+// so that a stream of launches with the same fields reuses one and its encoded map.
+struct DescCache {
+  struct Slot {
+    bool in_use = false;
+    std::optional<TensorDescriptor> desc;
+  };
+  Slot slots[16];
+  unsigned next = 0;
+};
+thread_local DescCache* t_descs = nullptr;  // on the heap: TLS in a shared library stays small
+
+bool same_fields(const TensorDescriptor& a, uint64_t base, DType dtype, int rank,
+                 const int64_t* shape, const int64_t* strides, const int64_t* block,
+                 Padding padding, bool tf32, uint8_t flags) {
+  if (a.base() != base || a.dtype() != dtype || a.rank() != rank || a.padding() != padding ||
+      a.round_f32_to_tf32() != tf32 || a.arg_flags() != flags) {
+    return false;
+  }
+  for (int i = 0; i < rank; ++i) {
+    if (a.shape()[i] != shape[i] || a.strides()[i] != strides[i] ||
+        a.block_shape()[i] != block[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// One call's conversion: the values, the tensors among them and the descriptors it holds.
+struct Conversion {
+  ArgValue vals[kMaxValues];
+  size_t nvals = 0;
+  TensorRef tensors[kMaxTensors];
+  size_t ntensors = 0;
+  DescCache::Slot* held[kMaxDescs];
+  size_t nheld = 0;
+  bool unsupported = false;  // an argument this path does not convert: Triton's launcher runs
+  Conversion() = default;
+  Conversion(const Conversion&) = delete;
+  Conversion& operator=(const Conversion&) = delete;
+  ~Conversion() {
+    for (size_t i = 0; i < nheld; ++i) held[i]->in_use = false;
+  }
+};
+
+bool read_dims(PyObject* seq, int64_t* out, int& rank) {
+  PyObject* fast = PySequence_Fast(seq,
+                                   "a TensorDescriptor's shape, strides and block_shape "
+                                   "are sequences of integers");
+  if (fast == nullptr) return false;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  if (n < 1 || n > TensorDescriptor::kMaxRank || (rank >= 0 && n != rank)) {
+    Py_DECREF(fast);
+    PyErr_SetString(PyExc_ValueError, "TensorDescriptor: rank mismatch");
+    return false;
+  }
+  rank = static_cast<int>(n);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    out[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
+    if (out[i] == -1 && PyErr_Occurred()) {
+      Py_DECREF(fast);
+      return false;
+    }
+  }
+  Py_DECREF(fast);
+  return true;
+}
+
+// A triton.tools.tensor_descriptor.TensorDescriptor as the library's descriptor.
+bool convert_descriptor(PyObject* o, ArgValue& out, Conversion& c) {
+  if (c.nheld == kMaxDescs) {
+    c.unsupported = true;
+    return true;
+  }
+  PyObject* base = PyObject_GetAttr(o, g_types.s_base);
+  if (base == nullptr) return false;
+  uint64_t address = 0;
+  DType dtype = DType::invalid;
+  uint8_t flags = 0;
+  if (THPVariable_Check(base)) {
+    const at::Tensor& t = THPVariable_Unpack(base);
+    address = reinterpret_cast<uintptr_t>(t.data_ptr());
+    dtype = triton_dtype(t.scalar_type());
+    flags = static_cast<uint8_t>(kArgFromTensor | (t.is_cpu() ? kArgHostMemory : 0));
+  } else {
+    c.unsupported = true;  // a base that is no tensor: Triton's launcher takes it
+  }
+  Py_DECREF(base);
+  if (c.unsupported) return true;
+  int64_t shape[TensorDescriptor::kMaxRank], strides[TensorDescriptor::kMaxRank],
+      block[TensorDescriptor::kMaxRank];
+  int rank = -1;
+  for (auto [name, dims] :
+       {std::pair{g_types.s_shape, shape}, std::pair{g_types.s_strides, strides},
+        std::pair{g_types.s_block_shape, block}}) {
+    PyObject* seq = PyObject_GetAttr(o, name);
+    if (seq == nullptr) return false;
+    const bool ok = read_dims(seq, dims, rank);
+    Py_DECREF(seq);
+    if (!ok) return false;
+  }
+  Padding padding = Padding::kZero;
+  if (PyObject* p = PyObject_GetAttr(o, g_types.s_padding)) {
+    padding = PyUnicode_Check(p) && PyUnicode_CompareWithASCIIString(p, "nan") == 0
+                  ? Padding::kNan
+                  : Padding::kZero;
+    Py_DECREF(p);
+  } else {
+    PyErr_Clear();
+  }
+  bool tf32 = false;
+  if (PyObject* r = PyObject_GetAttr(o, g_types.s_tf32)) {  // Triton 3.7 and later
+    tf32 = PyObject_IsTrue(r) == 1;
+    Py_DECREF(r);
+  } else {
+    PyErr_Clear();
+  }
+  if (t_descs == nullptr) t_descs = new DescCache();
+  DescCache& cache = *t_descs;
+  DescCache::Slot* slot = nullptr;
+  for (DescCache::Slot& s : cache.slots) {
+    if (!s.in_use && s.desc &&
+        same_fields(*s.desc, address, dtype, rank, shape, strides, block, padding, tf32, flags)) {
+      slot = &s;
+      break;
+    }
+  }
+  if (slot == nullptr) {
+    for (unsigned i = 0; i < 16 && slot == nullptr; ++i) {
+      DescCache::Slot& s = cache.slots[(cache.next + i) % 16];
+      if (!s.in_use) slot = &s;
+    }
+    if (slot == nullptr) {
+      c.unsupported = true;
+      return true;
+    }
+    cache.next = static_cast<unsigned>((slot - cache.slots) + 1) % 16;
+    try {
+      slot->desc.emplace(address, dtype, rank, shape, strides, block, padding, tf32);
+    } catch (...) {
+      slot->desc.reset();
+      raise_from(std::current_exception());
+      return false;
+    }
+    slot->desc->set_arg_flags(flags);
+  }
+  slot->in_use = true;
+  c.held[c.nheld++] = slot;
+  out = ArgValue{};
+  out.kind = ArgKind::kTensorDesc;
+  out.dtype = dtype;
+  out.flags = flags;
+  out.ptr = &*slot->desc;
+  return true;
+}
+
+// A tl.dtype as the library's DType, by its name.
+DType dtype_of(PyObject* o) {
+  PyObject* name = PyObject_GetAttr(o, g_types.s_name);
+  if (name == nullptr) {
+    PyErr_Clear();
+    return DType::invalid;
+  }
+  Py_ssize_t n = 0;
+  const char* s = PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &n) : nullptr;
+  DType d = DType::invalid;
+  if (s != nullptr) d = dtype_from_name(std::string_view(s, static_cast<size_t>(n)));
+  Py_DECREF(name);
+  return d;
+}
+
+// Writes o as the value `out`; `arg` is its top-level argument's index. False with a Python
+// exception set; c.unsupported for an object this path leaves to Triton's launcher.
+bool convert(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
+  out = ArgValue{};
+  // Tensors and plain scalars first, by exact type; subclasses below.
+  if (Py_TYPE(o) == g_types.tensor_type ||
+      (!PyLong_CheckExact(o) && !PyFloat_CheckExact(o) && o != Py_None && THPVariable_Check(o))) {
+    const at::Tensor& t = THPVariable_Unpack(o);
+    fill_tensor(t, out);
+    if (t.defined()) {
+      if (c.ntensors == kMaxTensors) {
+        c.unsupported = true;
+        return true;
+      }
+      c.tensors[c.ntensors++] = TensorRef{&t, arg};
+    }
+    return true;
+  }
+  if (o == Py_None) {
+    out.kind = ArgKind::kNone;
+    return true;
+  }
+  if (PyBool_Check(o)) {
+    out.kind = ArgKind::kBool;
+    out.i = o == Py_True ? 1 : 0;
+    return true;
+  }
+  if (PyLong_Check(o)) {
+    out.kind = ArgKind::kInt;
+    int overflow = 0;
+    out.i = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow > 0) {
+      out.u = PyLong_AsUnsignedLongLong(o);
+      if (out.u == static_cast<uint64_t>(-1) && PyErr_Occurred()) return false;
+      out.big = 1;
+    } else if (overflow < 0 || (out.i == -1 && PyErr_Occurred())) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_OverflowError, "integer too small for int64");
+      return false;
+    }
+    return true;
+  }
+  if (PyFloat_Check(o)) {
+    out.kind = ArgKind::kFloat;
+    out.f = PyFloat_AS_DOUBLE(o);
+    return true;
+  }
+  if (PyTuple_Check(o)) {
+    const Py_ssize_t n = PyTuple_GET_SIZE(o);
+    if (c.nvals + static_cast<size_t>(n) > kMaxValues) {
+      c.unsupported = true;
+      return true;
+    }
+    ArgValue* elems = c.vals + c.nvals;
+    c.nvals += static_cast<size_t>(n);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      if (!convert(PyTuple_GET_ITEM(o, i), elems[i], arg, c)) return false;
+      if (c.unsupported) return true;
+    }
+    out.kind = ArgKind::kTuple;
+    out.count = static_cast<uint32_t>(n);
+    out.elems = elems;
+    return true;
+  }
+  if (PyUnicode_Check(o)) {
+    Py_ssize_t n = 0;
+    out.s = PyUnicode_AsUTF8AndSize(o, &n);  // lives as long as o
+    if (out.s == nullptr) return false;
+    out.kind = ArgKind::kStr;
+    out.count = static_cast<uint32_t>(n);
+    return true;
+  }
+  const PyTypeObject* type = Py_TYPE(o);
+  if (PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g_types.descriptor))) {
+    return convert_descriptor(o, out, c);
+  }
+  if (PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g_types.dtype_type))) {
+    out.kind = ArgKind::kDType;
+    out.dtype = dtype_of(o);
+    if (out.dtype == DType::invalid) c.unsupported = true;
+    return true;
+  }
+  if (PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g_types.constexpr_type))) {
+    if (c.nvals == kMaxValues) {
+      c.unsupported = true;
+      return true;
+    }
+    PyObject* v = PyObject_GetAttr(o, g_types.s_value);
+    if (v == nullptr) return false;
+    ArgValue* inner = c.vals + c.nvals++;
+    const bool ok = convert(v, *inner, arg, c);
+    Py_DECREF(v);  // a str's text and a tensor stay alive with the constexpr object
+    if (!ok) return false;
+    out.kind = ArgKind::kConstexpr;
+    out.elems = inner;
+    return true;
+  }
+  (void)type;
+  // Other objects (data_ptr() objects, JIT functions, ...): Triton's launcher.
+  c.unsupported = true;
+  return true;
+}
+
+// The grid callable's argument: Triton's bound arguments (every parameter by name: the
+// call's own objects where it gave them, else the values the layers and defaults set).
+struct GridCall {
+  FastKernel* kernel;
+  PyObject* fn;
+  PyObject* const* args;  // the call's objects, positional then named
+  size_t npos;
+  PyObject* kwnames;
+};
+
+Grid grid_from(PyObject* g);
+
+// A value of the layers or a default as Python sees it (plain kinds here, the rest through
+// the JIT layer's conversion).
+PyObject* value_object(const ArgValue& v) {
+  switch (v.kind) {
+    case ArgKind::kNone:
+      Py_RETURN_NONE;
+    case ArgKind::kBool:
+      return PyBool_FromLong(static_cast<long>(v.i));
+    case ArgKind::kInt:
+      return v.big ? PyLong_FromUnsignedLongLong(v.u) : PyLong_FromLongLong(v.i);
+    case ArgKind::kFloat:
+      return PyFloat_FromDouble(v.f);
+    case ArgKind::kPyObject:
+      Py_INCREF(static_cast<PyObject*>(const_cast<void*>(v.ptr)));
+      return static_cast<PyObject*>(const_cast<void*>(v.ptr));
+    default:
+      return py::to_python(v).release().ptr();
+  }
+}
+
+Grid call_grid(const void* ctx, const Meta& meta) {
+  const auto* gc = static_cast<const GridCall*>(ctx);
+  const FastKernel& k = *gc->kernel;
+  const ArgValue* vals = MetaAccess::args(meta);
+  const Py_ssize_t np = PyTuple_GET_SIZE(k.names);
+  const Py_ssize_t nkw = gc->kwnames != nullptr ? PyTuple_GET_SIZE(gc->kwnames) : 0;
+  const PyGILState_STATE gil = PyGILState_Ensure();
+  struct Release {
+    PyGILState_STATE s;
+    ~Release() { PyGILState_Release(s); }
+  } release{gil};
+  pyb::object bound = pyb::reinterpret_steal<pyb::object>(PyDict_New());
+  if (!bound) throw pyb::error_already_set();
+  for (Py_ssize_t p = 0; p < np; ++p) {
+    PyObject* name = PyTuple_GET_ITEM(k.names, p);
+    PyObject* given = nullptr;  // borrowed: the call's own object
+    if (static_cast<size_t>(p) < gc->npos) {
+      given = gc->args[p];
+    } else {
+      for (Py_ssize_t i = 0; i < nkw && given == nullptr; ++i) {
+        PyObject* kw = PyTuple_GET_ITEM(gc->kwnames, i);
+        if (kw == name || PyUnicode_Compare(kw, name) == 0) given = gc->args[gc->npos + i];
+      }
+    }
+    if (given != nullptr) {
+      if (PyDict_SetItem(bound.ptr(), name, given) != 0) throw pyb::error_already_set();
+      continue;
+    }
+    PyObject* v = value_object(vals[p]);
+    if (v == nullptr || PyDict_SetItem(bound.ptr(), name, v) != 0) {
+      Py_XDECREF(v);
+      throw pyb::error_already_set();
+    }
+    Py_DECREF(v);
+  }
+  PyObject* g = PyObject_CallOneArg(gc->fn, bound.ptr());
+  if (g == nullptr) throw pyb::error_already_set();
+  pyb::object hold = pyb::reinterpret_steal<pyb::object>(g);
+  return grid_from(g);
+}
+
+// A grid: a tuple or list of 1-3 integers, or an integer.
+Grid grid_from(PyObject* g) {
+  int64_t d[3] = {1, 1, 1};
+  if (PyLong_Check(g)) {
+    d[0] = PyLong_AsLongLong(g);
+  } else if (PyTuple_Check(g) || PyList_Check(g)) {
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(g);
+    if (n < 1 || n > 3) {
+      throw ValueError("the grid has " + std::to_string(n) + " dimensions; give 1 to 3");
+    }
+    for (Py_ssize_t i = 0; i < n; ++i) d[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(g, i));
+  } else {
+    throw TypeError(std::string("a grid is a tuple of integers or a callable on the "
+                                "meta-parameters, got ") +
+                    Py_TYPE(g)->tp_name);
+  }
+  if (PyErr_Occurred()) throw pyb::error_already_set();
+  return Grid(d[0], d[1], d[2]);
+}
+
+// The interned options of a call's launch options (num_warps=, num_stages=, ...): per kernel,
+// per distinct set.
+const InternedOptions* options_of(FastKernel* k, PyObject* const* values, PyObject* names,
+                                  const Py_ssize_t* which, size_t n) {
+  PyObject* key = PyTuple_New(static_cast<Py_ssize_t>(2 * n));
+  if (key == nullptr) throw pyb::error_already_set();
+  for (size_t i = 0; i < n; ++i) {
+    PyObject* name = PyTuple_GET_ITEM(names, which[i]);
+    PyObject* value = values[which[i]];
+    Py_INCREF(name);
+    Py_INCREF(value);
+    PyTuple_SET_ITEM(key, static_cast<Py_ssize_t>(2 * i), name);
+    PyTuple_SET_ITEM(key, static_cast<Py_ssize_t>(2 * i + 1), value);
+  }
+  pyb::object hold = pyb::reinterpret_steal<pyb::object>(key);
+  PyObject* found = PyDict_GetItemWithError(k->options, key);
+  if (found != nullptr) return static_cast<const InternedOptions*>(PyLong_AsVoidPtr(found));
+  if (PyErr_Occurred()) throw pyb::error_already_set();
+  Options options;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string name = pyb::str(PyTuple_GET_ITEM(names, which[i])).cast<std::string>();
+    PyObject* v = values[which[i]];
+    if (PyBool_Check(v)) {
+      options.set(name, v == Py_True);
+    } else if (PyLong_Check(v)) {
+      options.set(name, static_cast<int64_t>(PyLong_AsLongLong(v)));
+    } else if (PyFloat_Check(v)) {
+      options.set(name, PyFloat_AS_DOUBLE(v));
+    } else if (PyUnicode_Check(v)) {
+      options.set(name, pyb::str(v).cast<std::string>());
+    } else {
+      throw TypeError("launch option '" + name + "' = " + pyb::repr(v).cast<std::string>() +
+                      ": triton_embed takes bool, int, float and str options");
+    }
+  }
+  const InternedOptions* interned = intern_options(options);
+  PyObject* ptr = PyLong_FromVoidPtr(const_cast<InternedOptions*>(interned));
+  if (ptr == nullptr || PyDict_SetItem(k->options, key, ptr) != 0) {
+    Py_XDECREF(ptr);
+    throw pyb::error_already_set();
+  }
+  Py_DECREF(ptr);
+  return interned;
+}
+
+PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* l = reinterpret_cast<Launcher*>(self);
+  FastKernel* k = l->kernel;
+  if (!ensure_loaded(k)) return nullptr;
+  if (hooks_set(k)) return triton_launch(l, args, nargsf, kwnames);
+  const size_t npos = static_cast<size_t>(PyVectorcall_NARGS(nargsf));
+  const size_t nkw = kwnames != nullptr ? static_cast<size_t>(PyTuple_GET_SIZE(kwnames)) : 0;
+  if (npos + nkw > kMaxCallArgs) return triton_launch(l, args, nargsf, kwnames);
+  Conversion c;
+  ArgName names[kMaxCallArgs];
+  void* objects[kMaxCallArgs];
+  Py_ssize_t option_at[kMaxCallArgs];
+  size_t noptions = 0;
+  // The call's values first (positional, then named parameters), nested values after them.
+  size_t nnamed = 0;
+  for (size_t i = 0; i < nkw; ++i) {
+    if (PyDict_GetItem(k->params, PyTuple_GET_ITEM(kwnames, i)) == nullptr) {
+      option_at[noptions++] = static_cast<Py_ssize_t>(i);
+    } else {
+      ++nnamed;
+    }
+  }
+  c.nvals = npos + nnamed;
+  for (size_t i = 0; i < npos; ++i) {
+    objects[i] = args[i];
+    if (!convert(args[i], c.vals[i], static_cast<uint32_t>(i), c)) return nullptr;
+    if (c.unsupported) return triton_launch(l, args, nargsf, kwnames);
+  }
+  size_t at = npos;
+  for (size_t i = 0; i < nkw; ++i) {
+    PyObject* name = PyTuple_GET_ITEM(kwnames, i);
+    if (PyDict_GetItem(k->params, name) == nullptr) continue;
+    Py_ssize_t len = 0;
+    const char* text = PyUnicode_AsUTF8AndSize(name, &len);
+    if (text == nullptr) return nullptr;
+    names[at - npos] = ArgName(text, static_cast<size_t>(len));
+    objects[at] = args[npos + i];
+    if (!convert(args[npos + i], c.vals[at], static_cast<uint32_t>(at), c)) return nullptr;
+    if (c.unsupported) return triton_launch(l, args, nargsf, kwnames);
+    ++at;
+  }
+  GridCall gc{k, l->grid, args, npos, kwnames};
+  try {
+    GridSpec spec;
+    if (PyCallable_Check(l->grid)) {
+      spec.fn = &call_grid;
+      spec.ctx = &gc;
+    } else {
+      spec.fixed = grid_from(l->grid);
+    }
+    const InternedOptions* options =
+        noptions == 0 ? nullptr : options_of(k, args + npos, kwnames, option_at, noptions);
+    const JitFunction fn = JitAccess::make(k->state, options != nullptr ? options : k->no_options);
+    // Named arguments for parameters only (the options were taken above).
+    torch_launch(fn, spec, c.vals, npos, names, nnamed, c.tensors, c.ntensors, objects);
+  } catch (...) {
+    return raise_from(std::current_exception());
+  }
+  g_fast_calls.fetch_add(1, std::memory_order_relaxed);
+  Py_RETURN_NONE;
+}
+
+// ---- FastKernel's methods -----------------------------------------------------------------
+
+PyObject* kernel_subscript(PyObject* self, PyObject* grid) {
+  auto* l = PyObject_New(Launcher, g_launcher_type);
+  if (l == nullptr) return nullptr;
+  l->vectorcall = &launcher_call;
+  Py_INCREF(self);
+  l->kernel = reinterpret_cast<FastKernel*>(self);
+  Py_INCREF(grid);
+  l->grid = grid;
+  return reinterpret_cast<PyObject*>(l);
+}
+
+PyMappingMethods g_kernel_mapping = {nullptr, &kernel_subscript, nullptr};
+
+// _fast.bind(view, kernel): makes `view` (a fresh instance of a FastKernel subclass) the view
+// of `kernel`.
+PyObject* bind(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2 || !PyObject_TypeCheck(args[0], g_kernel_type)) {
+    PyErr_SetString(PyExc_TypeError, "bind(view, kernel)");
+    return nullptr;
+  }
+  auto* k = reinterpret_cast<FastKernel*>(args[0]);
+  Py_INCREF(args[1]);
+  Py_XSETREF(k->kernel, args[1]);
+  Py_RETURN_NONE;
+}
+
+PyObject* stats(PyObject*, PyObject*) {
+  return Py_BuildValue("{s:K,s:K}", "fast", g_fast_calls.load(std::memory_order_relaxed), "triton",
+                       g_triton_calls.load(std::memory_order_relaxed));
+}
+
+PyObject* reset_stats(PyObject*, PyObject*) {
+  g_fast_calls.store(0, std::memory_order_relaxed);
+  g_triton_calls.store(0, std::memory_order_relaxed);
+  Py_RETURN_NONE;
+}
+
+PyMethodDef g_methods[] = {
+    {"bind", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&bind)), METH_FASTCALL,
+     "bind(view, kernel): makes view the fast view of kernel"},
+    {"stats", &stats, METH_NOARGS, "launches by path: {'fast': n, 'triton': m}"},
+    {"reset_stats", &reset_stats, METH_NOARGS, "zeroes the launch counts"},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyModuleDef g_module = {PyModuleDef_HEAD_INIT, "_fast",
+                        "triton_embed's Python fast path (see triton_embed.jit)", -1, g_methods};
+
+}  // namespace
+}  // namespace triton_embed::detail
+
+extern "C" __attribute__((visibility("default"))) PyObject* PyInit__fast() {
+  using namespace triton_embed::detail;
+  if (!init_types()) return nullptr;
+  static PyTypeObject kernel_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
+  kernel_type.tp_name = "triton_embed._fast.FastKernel";
+  kernel_type.tp_basicsize = sizeof(FastKernel);
+  kernel_type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE;
+  kernel_type.tp_doc = "The C base of triton_embed.jit's kernel views: their [grid].";
+  kernel_type.tp_new = PyType_GenericNew;
+  kernel_type.tp_dealloc = &kernel_dealloc;
+  kernel_type.tp_as_mapping = &g_kernel_mapping;
+  if (PyType_Ready(&kernel_type) < 0) return nullptr;
+  g_kernel_type = &kernel_type;
+
+  static PyTypeObject launcher_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
+  launcher_type.tp_name = "triton_embed._fast.Launcher";
+  launcher_type.tp_basicsize = sizeof(Launcher);
+  launcher_type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+  launcher_type.tp_doc = "fast[grid]: launches the kernel on the grid when called.";
+  launcher_type.tp_dealloc = &launcher_dealloc;
+  launcher_type.tp_vectorcall_offset = offsetof(Launcher, vectorcall);
+  launcher_type.tp_call = &PyVectorcall_Call;
+  if (PyType_Ready(&launcher_type) < 0) return nullptr;
+  g_launcher_type = &launcher_type;
+
+  PyObject* m = PyModule_Create(&g_module);
+  if (m == nullptr) return nullptr;
+  Py_INCREF(&kernel_type);
+  if (PyModule_AddObject(m, "FastKernel", reinterpret_cast<PyObject*>(&kernel_type)) < 0) {
+    Py_DECREF(m);
+    return nullptr;
+  }
+  return m;
+}

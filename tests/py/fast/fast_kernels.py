@@ -1,0 +1,77 @@
+"""Kernels of the Python fast-path suite (triton_embed.jit), each also launched through Triton."""
+
+import triton
+import triton.language as tl
+
+import triton_embed
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit(do_not_specialize=["n"])
+def axpy_kernel(x_ptr, y_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr = 256, SCALE_Y: tl.constexpr = False):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    y = tl.load(y_ptr + offs, mask=mask)
+    if SCALE_Y:
+        y = y * 2
+    tl.store(out_ptr + offs, alpha * tl.load(x_ptr + offs, mask=mask) + y, mask=mask)
+
+
+@triton.heuristics({"BLOCK": lambda args: 128 if args["n"] < 4096 else 512,
+                    "EVEN": lambda args: args["n"] % (128 if args["n"] < 4096 else 512) == 0})
+@triton.jit
+def heur_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) + tl.load(y_ptr + offs))
+    else:
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=4),
+                          triton.Config({"BLOCK": 256}, num_warps=2)], key=["n"])
+@triton.jit
+def tuned_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def tuple_kernel(ptrs, out_ptr, n, scales, BLOCK: tl.constexpr):
+    """out = ptrs[0] * scales[0] + ptrs[1] * scales[1] (tuples of pointers and of floats)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    a = tl.load(ptrs[0] + offs, mask=mask)
+    b = tl.load(ptrs[1] + offs, mask=mask)
+    tl.store(out_ptr + offs, a * scales[0] + b * scales[1], mask=mask)
+
+
+@triton.jit
+def cast_kernel(x_ptr, out_ptr, n, OUT: tl.constexpr, BLOCK: tl.constexpr):
+    """out = x cast to the tl.dtype OUT."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask).to(OUT), mask=mask)
+
+
+@triton_embed.jit
+@triton.jit
+def decorated_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def tma_copy_2d(src, dst, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    om = tl.program_id(0) * BLOCK_M
+    on = tl.program_id(1) * BLOCK_N
+    dst.store([om, on], src.load([om, on]))

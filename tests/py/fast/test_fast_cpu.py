@@ -1,0 +1,172 @@
+"""triton_embed.jit on the CPU: the view is the kernel, and CPU tensors run through Triton's
+interpreter as the C++ launch runs them, for every kind of call the fast path converts."""
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+from fast_kernels import (
+    add_kernel,
+    axpy_kernel,
+    cast_kernel,
+    decorated_add_kernel,
+    heur_add_kernel,
+    tuned_add_kernel,
+    tuple_kernel,
+)
+
+import triton_embed
+
+
+def data(n, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(-8, 8, (n,), generator=g).to(dtype)
+
+
+def test_the_view_is_the_kernel():
+    fast = triton_embed.jit(add_kernel)
+    assert isinstance(fast, type(add_kernel))
+    assert fast.fn is add_kernel.fn
+    assert fast.__name__ == add_kernel.__name__
+    assert fast.params is add_kernel.params
+    assert triton_embed.jit(fast) is fast
+    tuned = triton_embed.jit(tuned_add_kernel)
+    assert isinstance(tuned, triton.runtime.autotuner.Autotuner)
+    assert tuned.configs is tuned_add_kernel.configs
+    assert tuned.cache is tuned_add_kernel.cache  # one tuning cache for both paths
+    tuned.extra_attribute = 1  # written to the kernel's own attributes
+    assert tuned_add_kernel.extra_attribute == 1
+    del tuned.extra_attribute
+
+
+def test_refuses_what_is_no_kernel():
+    with pytest.raises(TypeError, match="triton_embed.jit takes a @triton.jit function"):
+        triton_embed.jit(lambda x: x)
+
+
+def test_positional_fixed_grid():
+    n = 1000
+    x, y, out = data(n, seed=1), data(n, seed=2), torch.empty(n)
+    triton_embed.jit(add_kernel)[(triton.cdiv(n, 256),)](x, y, out, n, 256)
+    assert torch.equal(out, x + y)
+    assert triton_embed.fast_path_stats() == {"fast": 1, "triton": 0}
+
+
+def test_named_defaults_and_grid_callable():
+    n = 777
+    x, y, out = data(n, seed=3), data(n, seed=4), torch.empty(n)
+    seen = {}
+
+    def grid(meta):
+        seen.update(meta)
+        return (triton.cdiv(meta["n"], meta["BLOCK"]),)
+
+    fast = triton_embed.jit(axpy_kernel)
+    fast[grid](x, y, out, alpha=3.0, n=n)
+    assert torch.equal(out, 3.0 * x + y)
+    # Triton's bound arguments: every parameter, defaults included, the call's own objects.
+    assert seen["BLOCK"] == 256 and seen["SCALE_Y"] is False and seen["x_ptr"] is x
+    assert list(seen) == [p.name for p in axpy_kernel.params]
+    fast[grid](x, y, out, 0.5, n, SCALE_Y=True, BLOCK=128)
+    assert torch.equal(out, 0.5 * x + 2 * y)
+    assert seen["BLOCK"] == 128
+
+
+def test_heuristics_and_autotune():
+    for n in (1000, 4096, 5000):
+        x, y = data(n, seed=n), data(n, seed=n + 1)
+        out = torch.empty(n)
+        triton_embed.jit(heur_add_kernel)[lambda m: (triton.cdiv(m["n"], m["BLOCK"]),)](x, y, out, n)
+        assert torch.equal(out, x + y), n
+        out = torch.empty(n)
+        triton_embed.jit(tuned_add_kernel)[lambda m: (triton.cdiv(m["n"], m["BLOCK"]),)](x, y, out, n)
+        assert torch.equal(out, x + y), n
+    assert triton_embed.fast_path_stats() == {"fast": 6, "triton": 0}
+
+
+def test_tuples_dtypes_constexpr_and_launch_options():
+    n = 300
+    a, b, out = data(n, seed=5), data(n, seed=6), torch.empty(n)
+    triton_embed.jit(tuple_kernel)[(2,)](( a, b), out, n, (2.0, -1.0), BLOCK=256)
+    assert torch.equal(out, 2 * a - b)
+    x = data(n, torch.float32, seed=7) / 4
+    out16 = torch.empty(n, dtype=torch.float16)
+    triton_embed.jit(cast_kernel)[(1,)](x, out16, n, tl.float16, tl.constexpr(512), num_warps=2)
+    assert torch.equal(out16, x.to(torch.float16))
+
+
+def test_a_kernel_its_module_does_not_hold():
+    @triton.jit
+    def local_scale(x_ptr, out_ptr, n, s, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * s, mask=mask)
+
+    n = 100
+    x, out = data(n, seed=8), torch.empty(n)
+    fast = triton_embed.jit(local_scale)
+    fast[(1,)](x, out, n, 3.0, BLOCK=128)
+    assert torch.equal(out, 3 * x)
+
+
+def test_decorator():
+    n = 64
+    x, y, out = data(n, seed=9), data(n, seed=10), torch.empty(n)
+    assert isinstance(decorated_add_kernel, triton.runtime.jit.JITFunction)
+    decorated_add_kernel[(1,)](x, y, out, n, BLOCK=64)
+    assert torch.equal(out, x + y)
+    assert triton_embed.fast_path_stats()["fast"] == 1
+
+
+def test_bad_calls_raise_before_any_launch():
+    n = 10
+    x, y, out = data(n), data(n), torch.empty(n)
+    fast = triton_embed.jit(add_kernel)
+    with pytest.raises(TypeError, match="BLOCK"):
+        fast[(1,)](x, y, out, n)  # a constexpr without a default, missing
+    with pytest.raises(TypeError):
+        fast[(1,)](x, y, out, n, 64, BLOCK=64)  # given twice
+    with pytest.raises(TypeError):
+        fast["one"](x, y, out, n, BLOCK=64)  # no grid
+    assert triton_embed.fast_path_stats()["fast"] == 0
+
+
+def test_launch_hooks_send_calls_to_triton():
+    """With Triton's launch hooks set, calls go to Triton's launcher (counted), which runs them."""
+    n = 10
+    x, y, out = data(n), data(n), torch.empty(n)
+    fast = triton_embed.jit(add_kernel)
+    calls = []
+
+    def hook(*args, **kwargs):
+        calls.append(1)
+
+    runtime = triton.knobs.runtime
+    chain = runtime.launch_enter_hook
+    if hasattr(chain, "add"):
+        chain.add(hook)
+    else:
+        runtime.launch_enter_hook = hook
+    try:
+        try:
+            expected = None
+            add_kernel[(1,)](x, y, out, n, BLOCK=64)
+        except Exception as e:  # no GPU: Triton's launcher refuses CPU tensors or has no driver
+            expected = type(e)
+        before = triton_embed.fast_path_stats()
+        if expected is None:
+            fast[(1,)](x, y, out, n, BLOCK=64)
+        else:
+            with pytest.raises(expected):
+                fast[(1,)](x, y, out, n, BLOCK=64)
+        after = triton_embed.fast_path_stats()
+        assert after["triton"] == before["triton"] + 1
+        assert after["fast"] == before["fast"]
+    finally:
+        if hasattr(chain, "remove"):
+            chain.remove(hook)
+        else:
+            runtime.launch_enter_hook = None
+    fast[(1,)](x, y, out, n, BLOCK=64)
+    assert torch.equal(out, x + y)
+    assert triton_embed.fast_path_stats()["fast"] >= 1

@@ -1,0 +1,163 @@
+"""triton_embed.jit on the GPU (skipped without one): every launch bitwise equal to the same
+kernel's launch through Triton, one autotune cache for both paths, CUDA graphs, torch.compile."""
+
+import pytest
+import torch
+import triton
+from fast_kernels import (
+    add_kernel,
+    axpy_kernel,
+    cast_kernel,
+    heur_add_kernel,
+    tma_copy_2d,
+    tuned_add_kernel,
+    tuple_kernel,
+)
+
+import triton_embed
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+
+
+def data(shape, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=g).to(dtype).cuda()
+
+
+def both(kernel, grid, make_args, **kwargs):
+    """Launches kernel[grid] through Triton and through triton_embed.jit on equal fresh
+    arguments; returns both argument lists after the launches."""
+    a = make_args()
+    kernel[grid](*a, **kwargs)
+    b = make_args()
+    triton_embed.jit(kernel)[grid](*b, **kwargs)
+    torch.cuda.synchronize()
+    return a, b
+
+
+def assert_bitwise(a, b):
+    for u, v in zip(a, b):
+        if isinstance(u, torch.Tensor):
+            assert torch.equal(u.view(torch.uint8) if u.dtype != torch.bool else u,
+                               v.view(torch.uint8) if v.dtype != torch.bool else v)
+
+
+@pytest.mark.parametrize("n", [1, 16, 1000, 4096, 100003])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.bfloat16])
+def test_add_specialisations(n, dtype):
+    def args():
+        return [data(n, dtype, 1), data(n, dtype, 2), torch.empty(n, dtype=dtype, device="cuda"), n]
+
+    a, b = both(add_kernel, (triton.cdiv(n, 256),), args, BLOCK=256)
+    assert_bitwise(a, b)
+    assert torch.equal(b[2], (b[0] + b[1]))
+
+
+def test_unaligned_pointers_and_named_arguments():
+    n = 999
+
+    def args():
+        x = data(n + 1, seed=3)[1:]  # not 16-byte aligned
+        return [x, data(n, seed=4), torch.empty(n + 4, device="cuda")[2:]]
+
+    grid = lambda m: (triton.cdiv(m["n"], m["BLOCK"]),)  # noqa: E731
+    a, b = both(axpy_kernel, grid, args, alpha=1.5, n=n, SCALE_Y=True)
+    assert_bitwise(a, b)
+
+
+def test_heuristics_and_tuples_and_dtypes():
+    for n in (100, 4096, 9000):
+        def args():
+            return [data(n, seed=5), data(n, seed=6), torch.empty(n, device="cuda"), n]
+        a, b = both(heur_add_kernel, lambda m: (triton.cdiv(m["n"], m["BLOCK"]),), args)
+        assert_bitwise(a, b)
+    n = 500
+
+    def targs():
+        return [(data(n, seed=7), data(n, seed=8)), torch.empty(n, device="cuda"), n, (0.5, 2.0)]
+    a, b = both(tuple_kernel, (1,), targs, BLOCK=512)
+    assert torch.equal(a[1], b[1])
+
+    import triton.language as tl
+
+    def cargs():
+        return [data(n, seed=9), torch.empty(n, dtype=torch.bfloat16, device="cuda"), n, tl.bfloat16]
+    a, b = both(cast_kernel, (1,), cargs, BLOCK=512, num_warps=2)
+    assert_bitwise(a, b)
+
+
+def test_autotune_one_cache_for_both_paths():
+    n = 50000
+    x, y = data(n, seed=10), data(n, seed=11)
+    out = torch.empty(n, device="cuda")
+    grid = lambda m: (triton.cdiv(m["n"], m["BLOCK"]),)  # noqa: E731
+    triton_embed.jit(tuned_add_kernel)[grid](x, y, out, n)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x + y)
+    assert len(tuned_add_kernel.cache) >= 1
+    best = tuned_add_kernel.best_config
+    keys = dict(tuned_add_kernel.cache)
+    out2 = torch.empty(n, device="cuda")
+    tuned_add_kernel[grid](x, y, out2, n)  # Triton's path: the key tuned above, not tuned again
+    torch.cuda.synchronize()
+    assert dict(tuned_add_kernel.cache) == keys
+    assert tuned_add_kernel.best_config is best
+    assert torch.equal(out, out2)
+
+
+def test_tensor_descriptors():
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    M, N = 256, 128
+
+    def args():
+        src = data((M, N), torch.float16, 12)
+        dst = torch.zeros((M, N), dtype=torch.float16, device="cuda")
+        return [TensorDescriptor.from_tensor(src, [64, 64]), TensorDescriptor.from_tensor(dst, [64, 64]),
+                src, dst]
+
+    a = args()
+    tma_copy_2d[(M // 64, N // 64)](a[0], a[1], BLOCK_M=64, BLOCK_N=64)
+    b = args()
+    fast = triton_embed.jit(tma_copy_2d)
+    for _ in range(3):  # the same descriptors again: their encoded maps reused
+        fast[(M // 64, N // 64)](b[0], b[1], BLOCK_M=64, BLOCK_N=64)
+    torch.cuda.synchronize()
+    assert torch.equal(a[3], b[3]) and torch.equal(b[3], b[2])
+
+
+def test_current_stream_and_cuda_graphs():
+    n = 4096
+    x, y, out = data(n, seed=13), data(n, seed=14), torch.empty(n, device="cuda")
+    fast = triton_embed.jit(add_kernel)
+    fast[(16,)](x, y, out, n, BLOCK=256)  # compiled before capture
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        out.zero_()
+        fast[(16,)](x, y, out, n, BLOCK=256)
+    s.synchronize()
+    assert torch.equal(out, x + y)
+    g = torch.cuda.CUDAGraph()
+    out.zero_()
+    with torch.cuda.graph(g):
+        fast[(16,)](x, y, out, n, BLOCK=256)
+    torch.cuda.synchronize()
+    out.zero_()
+    x.add_(1)
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, x + y)
+
+
+def test_torch_compile_traces_the_view_as_the_kernel():
+    n = 2048
+    fast = triton_embed.jit(add_kernel)
+
+    @torch.compile(fullgraph=True)
+    def f(x, y):
+        out = torch.empty_like(x)
+        fast[(triton.cdiv(n, 256),)](x, y, out, n, BLOCK=256)
+        return out * 2
+
+    x, y = data(n, seed=15), data(n, seed=16)
+    assert torch.equal(f(x, y), (x + y) * 2)
