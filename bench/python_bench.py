@@ -94,13 +94,13 @@ def fast_path(x, y, o, grid, tuned_grid, sync):
     fast_args32 = triton_embed.jit(args_32)
     fast_tma = triton_embed.jit(tma_copy)
     ptrs = [torch.empty(1, device="cuda") for _ in range(32)]
-    M, N, BM = 256, 64, 64
-    a = torch.rand((M, N), device="cuda")
-    b = torch.zeros((M, N), device="cuda")
-    src = TensorDescriptor.from_tensor(a, [BM, N])
-    dst = TensorDescriptor.from_tensor(b, [BM, N])
-    tgrid = (M // BM,)
-    fast_tma[tgrid](src, dst, BM, N)
+    TM, TN, BM = 256, 64, 64
+    a = torch.rand((TM, TN), device="cuda")
+    b = torch.zeros((TM, TN), device="cuda")
+    src = TensorDescriptor.from_tensor(a, [BM, TN])
+    dst = TensorDescriptor.from_tensor(b, [BM, TN])
+    tgrid = (TM // BM,)
+    fast_tma[tgrid](src, dst, BM, TN)
     sync()
     if not torch.equal(a, b):
         raise RuntimeError("tma_copy through triton_embed.jit: the copy differs from its source")
@@ -117,8 +117,8 @@ def fast_path(x, y, o, grid, tuned_grid, sync):
            lambda: fast_tuned[tuned_grid](x, y, o, N),
            lambda: fast_args32[(1,)](*ptrs),
            lambda: args_32[(1,)](*ptrs),
-           lambda: fast_tma[tgrid](src, dst, BM, N),
-           lambda: tma_copy[tgrid](src, dst, BM, N)]
+           lambda: fast_tma[tgrid](src, dst, BM, TN),
+           lambda: tma_copy[tgrid](src, dst, BM, TN)]
     results = dict(zip(names, per_call_us(fns, sync)))
     results["python_fast_path_stats"] = triton_embed.fast_path_stats()
     return results

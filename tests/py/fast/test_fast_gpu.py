@@ -58,7 +58,7 @@ def test_unaligned_pointers_and_named_arguments():
 
     def args():
         x = data(n + 1, seed=3)[1:]  # not 16-byte aligned
-        return [x, data(n, seed=4), torch.empty(n + 4, device="cuda")[2:]]
+        return [x, data(n, seed=4), torch.zeros(n + 4, device="cuda")[2:]]
 
     grid = lambda m: (triton.cdiv(m["n"], m["BLOCK"]),)  # noqa: E731
     a, b = both(axpy_kernel, grid, args, alpha=1.5, n=n, SCALE_Y=True)
