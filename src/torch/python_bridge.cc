@@ -107,9 +107,9 @@ void substitute(ArgValue& v, const std::vector<pyb::object>& objs, size_t& next)
 // reset_to_zero and restore_value see what Python Triton would give them.
 void* tensor_arg(const void* ctx, uint32_t index) {
   const auto* t = static_cast<const TensorArgs*>(ctx);
-  if (t->py_objects != nullptr) {
+  if (t->py_objects != nullptr) {  // a launch from Python: its own objects (none: a default)
     PyObject* o = static_cast<PyObject*>(t->py_objects[index]);
-    Py_INCREF(o);
+    Py_XINCREF(o);
     return o;
   }
   for (size_t i = 0; i < t->n; ++i) {

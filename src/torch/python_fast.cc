@@ -16,9 +16,11 @@
 #include <pybind11/pybind11.h>
 #include <torch/csrc/autograd/python_variable.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -112,6 +114,17 @@ bool init_types() {
     if ((*n.slot = PyUnicode_InternFromString(n.text)) == nullptr) return false;
   }
   return true;
+}
+
+// obj.name, or nullptr without an exception when obj has no such attribute (a new reference).
+PyObject* optional_attr(PyObject* obj, PyObject* name) {
+  PyObject* out = nullptr;
+#if PY_VERSION_HEX >= 0x030D0000
+  if (PyObject_GetOptionalAttr(obj, name, &out) < 0) PyErr_Clear();
+#else
+  if (_PyObject_LookupAttr(obj, name, &out) < 0) PyErr_Clear();
+#endif
+  return out;
 }
 
 // ---- errors -----------------------------------------------------------------------------
@@ -374,20 +387,16 @@ bool convert_descriptor(PyObject* o, ArgValue& out, Conversion& c) {
     if (!ok) return false;
   }
   Padding padding = Padding::kZero;
-  if (PyObject* p = PyObject_GetAttr(o, g_types.s_padding)) {
+  if (PyObject* p = optional_attr(o, g_types.s_padding)) {
     padding = PyUnicode_Check(p) && PyUnicode_CompareWithASCIIString(p, "nan") == 0
                   ? Padding::kNan
                   : Padding::kZero;
     Py_DECREF(p);
-  } else {
-    PyErr_Clear();
   }
   bool tf32 = false;
-  if (PyObject* r = PyObject_GetAttr(o, g_types.s_tf32)) {  // Triton 3.7 and later
+  if (PyObject* r = optional_attr(o, g_types.s_tf32)) {  // Triton 3.7 and later
     tf32 = PyObject_IsTrue(r) == 1;
     Py_DECREF(r);
-  } else {
-    PyErr_Clear();
   }
   if (t_descs == nullptr) t_descs = new DescCache();
   DescCache& cache = *t_descs;
@@ -550,9 +559,7 @@ bool convert(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
 struct GridCall {
   FastKernel* kernel;
   PyObject* fn;
-  PyObject* const* args;  // the call's objects, positional then named
-  size_t npos;
-  PyObject* kwnames;
+  PyObject* const* by_param;  // the call's object for each parameter it gave, else null
 };
 
 Grid grid_from(PyObject* g);
@@ -582,26 +589,21 @@ Grid call_grid(const void* ctx, const Meta& meta) {
   const FastKernel& k = *gc->kernel;
   const ArgValue* vals = MetaAccess::args(meta);
   const Py_ssize_t np = PyTuple_GET_SIZE(k.names);
-  const Py_ssize_t nkw = gc->kwnames != nullptr ? PyTuple_GET_SIZE(gc->kwnames) : 0;
-  const PyGILState_STATE gil = PyGILState_Ensure();
+  // Called from the launch this module made, with the GIL held; otherwise take it.
+  const bool held = PyGILState_Check() != 0;
+  const PyGILState_STATE gil = held ? PyGILState_LOCKED : PyGILState_Ensure();
   struct Release {
+    bool held;
     PyGILState_STATE s;
-    ~Release() { PyGILState_Release(s); }
-  } release{gil};
-  pyb::object bound = pyb::reinterpret_steal<pyb::object>(PyDict_New());
+    ~Release() {
+      if (!held) PyGILState_Release(s);
+    }
+  } release{held, gil};
+  pyb::object bound = pyb::reinterpret_steal<pyb::object>(_PyDict_NewPresized(np));
   if (!bound) throw pyb::error_already_set();
   for (Py_ssize_t p = 0; p < np; ++p) {
     PyObject* name = PyTuple_GET_ITEM(k.names, p);
-    PyObject* given = nullptr;  // borrowed: the call's own object
-    if (static_cast<size_t>(p) < gc->npos) {
-      given = gc->args[p];
-    } else {
-      for (Py_ssize_t i = 0; i < nkw && given == nullptr; ++i) {
-        PyObject* kw = PyTuple_GET_ITEM(gc->kwnames, i);
-        if (kw == name || PyUnicode_Compare(kw, name) == 0) given = gc->args[gc->npos + i];
-      }
-    }
-    if (given != nullptr) {
+    if (PyObject* given = gc->by_param[p]) {
       if (PyDict_SetItem(bound.ptr(), name, given) != 0) throw pyb::error_already_set();
       continue;
     }
@@ -690,41 +692,80 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
   if (hooks_set(k)) return triton_launch(l, args, nargsf, kwnames);
   const size_t npos = static_cast<size_t>(PyVectorcall_NARGS(nargsf));
   const size_t nkw = kwnames != nullptr ? static_cast<size_t>(PyTuple_GET_SIZE(kwnames)) : 0;
-  if (npos + nkw > kMaxCallArgs) return triton_launch(l, args, nargsf, kwnames);
+  const KernelState& state = *k->state;
+  const size_t np = state.params.size();
+  if (npos + nkw > kMaxCallArgs || np > kMaxCallArgs)
+    return triton_launch(l, args, nargsf, kwnames);
   Conversion c;
-  ArgName names[kMaxCallArgs];
-  void* objects[kMaxCallArgs];
+  // The call's objects by parameter (the grid callable's bound arguments, the objects Python
+  // code of the layers sees), and the launch options among the named arguments.
+  PyObject* by_param[kMaxCallArgs];
+  std::memset(static_cast<void*>(by_param), 0, np * sizeof(PyObject*));
   Py_ssize_t option_at[kMaxCallArgs];
   size_t noptions = 0;
-  // The call's values first (positional, then named parameters), nested values after them.
-  size_t nnamed = 0;
+  size_t nnamed = 0, end = npos;  // end: one past the last parameter given
+  bool positional = true;         // the named arguments complete a positional call
+  for (size_t i = 0; i < npos && i < np; ++i) by_param[i] = args[i];
   for (size_t i = 0; i < nkw; ++i) {
-    if (PyDict_GetItem(k->params, PyTuple_GET_ITEM(kwnames, i)) == nullptr) {
+    PyObject* index = PyDict_GetItem(k->params, PyTuple_GET_ITEM(kwnames, i));
+    if (index == nullptr) {
       option_at[noptions++] = static_cast<Py_ssize_t>(i);
+      continue;
+    }
+    const Py_ssize_t p = PyLong_AsSsize_t(index);
+    ++nnamed;
+    if (static_cast<size_t>(p) < npos || by_param[p] != nullptr) {
+      positional = false;  // given twice: the library raises Python's TypeError
     } else {
-      ++nnamed;
+      by_param[p] = args[npos + i];
+      end = std::max(end, static_cast<size_t>(p) + 1);
     }
   }
-  c.nvals = npos + nnamed;
-  for (size_t i = 0; i < npos; ++i) {
-    objects[i] = args[i];
-    if (!convert(args[i], c.vals[i], static_cast<uint32_t>(i), c)) return nullptr;
+  // A gap before the last named parameter: its default, for a plain kernel (the layers of a
+  // wrapped one must see it as not given); else the call stays named.
+  for (size_t p = npos; positional && p < end; ++p) {
+    if (by_param[p] == nullptr && (!state.layers.empty() || !state.params[p].has_default)) {
+      positional = false;
+    }
+  }
+  // The call's values first (positional, then named in call order or by parameter), nested
+  // values after them.
+  void* objects[kMaxCallArgs];
+  alignas(ArgName) unsigned char name_storage[kMaxCallArgs * sizeof(ArgName)];
+  auto* names = reinterpret_cast<ArgName*>(name_storage);
+  const size_t ncall = positional ? end : npos + nnamed;
+  c.nvals = ncall;
+  for (size_t i = 0; i < ncall; ++i) {
+    PyObject* o = nullptr;
+    if (i < npos) {
+      o = args[i];
+    } else if (positional) {
+      o = by_param[i];
+      if (o == nullptr) {  // a plain kernel's default
+        c.vals[i] = state.defaults[i];
+        objects[i] = nullptr;
+        continue;
+      }
+    } else {
+      size_t kw = 0, seen = 0;  // the (i - npos)-th named parameter in call order
+      for (; kw < nkw; ++kw) {
+        if (PyDict_GetItem(k->params, PyTuple_GET_ITEM(kwnames, kw)) != nullptr &&
+            seen++ == i - npos) {
+          break;
+        }
+      }
+      PyObject* name = PyTuple_GET_ITEM(kwnames, kw);
+      Py_ssize_t len = 0;
+      const char* text = PyUnicode_AsUTF8AndSize(name, &len);
+      if (text == nullptr) return nullptr;
+      new (&names[i - npos]) ArgName(text, static_cast<size_t>(len));
+      o = args[npos + kw];
+    }
+    objects[i] = o;
+    if (!convert(o, c.vals[i], static_cast<uint32_t>(i), c)) return nullptr;
     if (c.unsupported) return triton_launch(l, args, nargsf, kwnames);
   }
-  size_t at = npos;
-  for (size_t i = 0; i < nkw; ++i) {
-    PyObject* name = PyTuple_GET_ITEM(kwnames, i);
-    if (PyDict_GetItem(k->params, name) == nullptr) continue;
-    Py_ssize_t len = 0;
-    const char* text = PyUnicode_AsUTF8AndSize(name, &len);
-    if (text == nullptr) return nullptr;
-    names[at - npos] = ArgName(text, static_cast<size_t>(len));
-    objects[at] = args[npos + i];
-    if (!convert(args[npos + i], c.vals[at], static_cast<uint32_t>(at), c)) return nullptr;
-    if (c.unsupported) return triton_launch(l, args, nargsf, kwnames);
-    ++at;
-  }
-  GridCall gc{k, l->grid, args, npos, kwnames};
+  GridCall gc{k, l->grid, by_param};
   try {
     GridSpec spec;
     if (PyCallable_Check(l->grid)) {
@@ -736,8 +777,8 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
     const InternedOptions* options =
         noptions == 0 ? nullptr : options_of(k, args + npos, kwnames, option_at, noptions);
     const JitFunction fn = JitAccess::make(k->state, options != nullptr ? options : k->no_options);
-    // Named arguments for parameters only (the options were taken above).
-    torch_launch(fn, spec, c.vals, npos, names, nnamed, c.tensors, c.ntensors, objects);
+    torch_launch(fn, spec, c.vals, positional ? ncall : npos, names, positional ? 0 : nnamed,
+                 c.tensors, c.ntensors, objects);
   } catch (...) {
     return raise_from(std::current_exception());
   }
