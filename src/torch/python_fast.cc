@@ -67,6 +67,7 @@ struct Types {
   PyObject* s_pre_run_hooks = nullptr;
 };
 Types g_types;
+PyObject* g_knobs_dict = nullptr;  // knobs.runtime's instance __dict__
 
 PyObject* import_attr(const char* module, const char* attr) {
   PyObject* m = PyImport_ImportModule(module);
@@ -92,6 +93,8 @@ bool init_types() {
   t.runtime_knobs = PyObject_GetAttrString(knobs, "runtime");
   Py_DECREF(knobs);
   if (t.runtime_knobs == nullptr) return false;
+  g_knobs_dict = PyObject_GenericGetDict(t.runtime_knobs, nullptr);
+  if (g_knobs_dict == nullptr) return false;
   struct Name {
     PyObject** slot;
     const char* text;
@@ -229,15 +232,23 @@ void launcher_dealloc(PyObject* self) {
 }
 
 // One of Triton's launch hooks (knobs.runtime.launch_enter_hook / _exit_hook): a HookChain
-// with its list of calls since 3.7, a callable or None before. The chain last seen and its list
-// are kept, so that a call reads one attribute and one list size.
+// of calls, a callable a user assigned, or None. A call reads the chain's list size only, while
+// the chain it saw is the class's and nothing replaced it: no instance attribute of that name
+// (an assignment) and the class unchanged (its version tag).
 struct HookWatch {
-  PyObject* chain = nullptr;
-  PyObject* calls = nullptr;
+  PyObject* chain = nullptr;      // the HookChain last seen
+  PyObject* calls = nullptr;      // its list of calls
+  unsigned int type_version = 0;  // 0: the chain is not the class's (read it every call)
 };
 HookWatch g_enter_hook, g_exit_hook;
 
 bool hook_set(PyObject* name, HookWatch& w) {
+  PyTypeObject* type = Py_TYPE(g_types.runtime_knobs);
+  if (w.type_version != 0 && type->tp_version_tag == w.type_version &&
+      PyDict_GetItem(g_knobs_dict, name) == nullptr) {
+    return PyList_GET_SIZE(w.calls) != 0;
+  }
+  w.type_version = 0;
   PyObject* h = PyObject_GetAttr(g_types.runtime_knobs, name);
   if (h == nullptr) {
     PyErr_Clear();
@@ -247,19 +258,17 @@ bool hook_set(PyObject* name, HookWatch& w) {
     Py_DECREF(h);
     return false;
   }
-  if (h == w.chain) {
-    Py_DECREF(h);
-    return PyList_GET_SIZE(w.calls) != 0;
-  }
-  PyObject* calls = PyObject_GetAttr(h, g_types.s_calls);
+  PyObject* calls = optional_attr(h, g_types.s_calls);
   if (calls == nullptr || !PyList_Check(calls)) {  // a plain callable: set
-    PyErr_Clear();
     Py_XDECREF(calls);
     Py_DECREF(h);
     return true;
   }
+  const bool from_class = PyDict_GetItem(g_knobs_dict, name) == nullptr &&
+                          (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) != 0;
   Py_XSETREF(w.chain, h);
   Py_XSETREF(w.calls, calls);
+  if (from_class) w.type_version = type->tp_version_tag;
   return PyList_GET_SIZE(calls) != 0;
 }
 
