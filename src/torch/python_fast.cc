@@ -368,8 +368,24 @@ bool convert_descriptor(PyObject* o, ArgValue& out, Conversion& c) {
     c.unsupported = true;
     return true;
   }
-  PyObject* base = PyObject_GetAttr(o, g_types.s_base);
-  if (base == nullptr) return false;
+  // The dataclass's fields from its instance dict (a plain lookup each), else as attributes.
+  PyObject* dict = PyObject_GenericGetDict(o, nullptr);
+  if (dict == nullptr) PyErr_Clear();
+  const pyb::object hold_dict = pyb::reinterpret_steal<pyb::object>(dict);
+  auto field = [dict, o](PyObject* name) -> PyObject* {  // a new reference, or null
+    if (dict != nullptr && PyDict_CheckExact(dict)) {
+      if (PyObject* v = PyDict_GetItem(dict, name)) {
+        Py_INCREF(v);
+        return v;
+      }
+    }
+    return optional_attr(o, name);
+  };
+  PyObject* base = field(g_types.s_base);
+  if (base == nullptr) {
+    PyErr_SetString(PyExc_TypeError, "a TensorDescriptor argument has no base tensor");
+    return false;
+  }
   uint64_t address = 0;
   DType dtype = DType::invalid;
   uint8_t flags = 0;
@@ -389,21 +405,26 @@ bool convert_descriptor(PyObject* o, ArgValue& out, Conversion& c) {
   for (auto [name, dims] :
        {std::pair{g_types.s_shape, shape}, std::pair{g_types.s_strides, strides},
         std::pair{g_types.s_block_shape, block}}) {
-    PyObject* seq = PyObject_GetAttr(o, name);
-    if (seq == nullptr) return false;
+    PyObject* seq = field(name);
+    if (seq == nullptr) {
+      PyErr_SetString(PyExc_TypeError,
+                      "a TensorDescriptor argument lacks its shape, strides "
+                      "or block_shape");
+      return false;
+    }
     const bool ok = read_dims(seq, dims, rank);
     Py_DECREF(seq);
     if (!ok) return false;
   }
   Padding padding = Padding::kZero;
-  if (PyObject* p = optional_attr(o, g_types.s_padding)) {
+  if (PyObject* p = field(g_types.s_padding)) {
     padding = PyUnicode_Check(p) && PyUnicode_CompareWithASCIIString(p, "nan") == 0
                   ? Padding::kNan
                   : Padding::kZero;
     Py_DECREF(p);
   }
   bool tf32 = false;
-  if (PyObject* r = optional_attr(o, g_types.s_tf32)) {  // Triton 3.7 and later
+  if (PyObject* r = field(g_types.s_tf32)) {  // Triton 3.7 and later
     tf32 = PyObject_IsTrue(r) == 1;
     Py_DECREF(r);
   }
