@@ -130,15 +130,27 @@ void interpret_on_host(const JitFunction& fn, const GridSpec& grid, ArgValue* ar
   initialize();  // starts or joins the interpreter
   pyb::gil_scoped_acquire gil;
   std::vector<pyb::object> objs;
-  objs.reserve(ntensors);
-  try {
-    for (size_t i = 0; i < ntensors; ++i) objs.push_back(to_python_tensor(*tensors[i].tensor));
-  } catch (pyb::error_already_set& e) {
-    throw PythonError("interpreting " + fn.module() + "." + fn.name() +
-                      ": passing a CPU tensor to Python failed: " + e.what());
+  const auto* targs = static_cast<const TensorArgs*>(call.ctx);
+  if (targs != nullptr && targs->py_objects != nullptr) {
+    // A launch from Python: the interpreter gets the call's own objects (tensors, descriptors).
+    for (size_t i = 0; i < nargs; ++i) {
+      if (void* o = targs->py_objects[i]) {
+        args[i] = ArgValue{};
+        args[i].kind = ArgKind::kPyObject;
+        args[i].ptr = o;
+      }
+    }
+  } else {
+    objs.reserve(ntensors);
+    try {
+      for (size_t i = 0; i < ntensors; ++i) objs.push_back(to_python_tensor(*tensors[i].tensor));
+    } catch (pyb::error_already_set& e) {
+      throw PythonError("interpreting " + fn.module() + "." + fn.name() +
+                        ": passing a CPU tensor to Python failed: " + e.what());
+    }
+    size_t next = 0;
+    for (size_t i = 0; i < nargs; ++i) substitute(args[i], objs, next);
   }
-  size_t next = 0;
-  for (size_t i = 0; i < nargs; ++i) substitute(args[i], objs, next);
   pyb::gil_scoped_release no_gil;
   if (call.nnamed == 0) {
     interpret(fn.state(), grid, args, nargs);

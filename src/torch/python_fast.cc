@@ -363,7 +363,7 @@ bool read_dims(PyObject* seq, int64_t* out, int& rank) {
 }
 
 // A triton.tools.tensor_descriptor.TensorDescriptor as the library's descriptor.
-bool convert_descriptor(PyObject* o, ArgValue& out, Conversion& c) {
+bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
   if (c.nheld == kMaxDescs) {
     c.unsupported = true;
     return true;
@@ -389,11 +389,15 @@ bool convert_descriptor(PyObject* o, ArgValue& out, Conversion& c) {
   uint64_t address = 0;
   DType dtype = DType::invalid;
   uint8_t flags = 0;
-  if (THPVariable_Check(base)) {
+  // A base only this call holds (a property's result) would not outlive it: Triton's launcher.
+  if (THPVariable_Check(base) && c.ntensors < kMaxTensors && Py_REFCNT(base) > 1) {
+    // The base decides the device as a tensor argument does (the descriptor, alive for the
+    // call, holds it).
     const at::Tensor& t = THPVariable_Unpack(base);
     address = reinterpret_cast<uintptr_t>(t.data_ptr());
     dtype = triton_dtype(t.scalar_type());
     flags = static_cast<uint8_t>(kArgFromTensor | (t.is_cpu() ? kArgHostMemory : 0));
+    c.tensors[c.ntensors++] = TensorRef{&t, arg};
   } else {
     c.unsupported = true;  // a base that is no tensor: Triton's launcher takes it
   }
@@ -555,7 +559,7 @@ bool convert(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
   }
   const PyTypeObject* type = Py_TYPE(o);
   if (PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g_types.descriptor))) {
-    return convert_descriptor(o, out, c);
+    return convert_descriptor(o, out, arg, c);
   }
   if (PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g_types.dtype_type))) {
     out.kind = ArgKind::kDType;

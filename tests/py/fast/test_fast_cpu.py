@@ -170,3 +170,16 @@ def test_launch_hooks_send_calls_to_triton():
     fast[(1,)](x, y, out, n, BLOCK=64)
     assert torch.equal(out, x + y)
     assert triton_embed.fast_path_stats()["fast"] >= 1
+
+
+def test_tensor_descriptors_on_cpu():
+    """Host descriptors of CPU tensors: the interpreter gets the call's own descriptors."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    src = data(64 * 32, seed=11).reshape(64, 32)
+    dst = torch.zeros(64, 32)
+    fast = triton_embed.jit(tma_copy_2d)
+    a, b = TensorDescriptor.from_tensor(src, [32, 32]), TensorDescriptor.from_tensor(dst, [32, 32])
+    fast[(2, 1)](a, b, BLOCK_M=32, BLOCK_N=32)
+    assert torch.equal(src, dst)
+    assert triton_embed.fast_path_stats() == {"fast": 1, "triton": 0}
