@@ -103,6 +103,22 @@ void substitute(ArgValue& v, const std::vector<pyb::object>& objs, size_t& next)
   }
 }
 
+// The same for a launch from Python, from the call's own objects: its tensors and descriptors
+// (in tuples too) become those objects; plain values stay as they are.
+void substitute_objects(ArgValue& v, PyObject* o) {
+  const bool tensor = v.kind == ArgKind::kPointer && (v.flags & kArgFromTensor) != 0;
+  if (tensor || v.kind == ArgKind::kTensorDesc) {
+    v = ArgValue{};
+    v.kind = ArgKind::kPyObject;
+    v.ptr = o;
+  } else if (v.kind == ArgKind::kTuple && PyTuple_Check(o) &&
+             PyTuple_GET_SIZE(o) == static_cast<Py_ssize_t>(v.count)) {
+    for (uint32_t i = 0; i < v.count; ++i) {
+      substitute_objects(const_cast<ArgValue&>(v.elems[i]), PyTuple_GET_ITEM(o, i));
+    }
+  }
+}
+
 // CallArgs::py_arg for tensor arguments: the tensor itself (GIL held), so heuristics, hooks,
 // reset_to_zero and restore_value see what Python Triton would give them.
 void* tensor_arg(const void* ctx, uint32_t index) {
@@ -134,11 +150,7 @@ void interpret_on_host(const JitFunction& fn, const GridSpec& grid, ArgValue* ar
   if (targs != nullptr && targs->py_objects != nullptr) {
     // A launch from Python: the interpreter gets the call's own objects (tensors, descriptors).
     for (size_t i = 0; i < nargs; ++i) {
-      if (void* o = targs->py_objects[i]) {
-        args[i] = ArgValue{};
-        args[i].kind = ArgKind::kPyObject;
-        args[i].ptr = o;
-      }
+      if (void* o = targs->py_objects[i]) substitute_objects(args[i], static_cast<PyObject*>(o));
     }
   } else {
     objs.reserve(ntensors);

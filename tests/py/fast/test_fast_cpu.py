@@ -11,6 +11,7 @@ from fast_kernels import (
     cast_kernel,
     decorated_add_kernel,
     heur_add_kernel,
+    tma_copy_2d,
     tuned_add_kernel,
     tuple_kernel,
 )
