@@ -7,7 +7,6 @@
 
 #include <ATen/DLConvertor.h>
 #include <ATen/core/Tensor.h>
-
 #include <Python.h>
 #include <pybind11/pybind11.h>
 
@@ -37,14 +36,36 @@ pyb::object to_python_tensor(const at::Tensor& t) {
   const char* view_as = nullptr;
   at::ScalarType carrier = t.scalar_type();
   switch (t.scalar_type()) {
-    case at::kUInt16: view_as = "uint16"; carrier = at::kShort; break;
-    case at::kUInt32: view_as = "uint32"; carrier = at::kInt; break;
-    case at::kUInt64: view_as = "uint64"; carrier = at::kLong; break;
-    case at::kFloat8_e4m3fn: view_as = "float8_e4m3fn"; carrier = at::kChar; break;
-    case at::kFloat8_e5m2: view_as = "float8_e5m2"; carrier = at::kChar; break;
-    case at::kFloat8_e4m3fnuz: view_as = "float8_e4m3fnuz"; carrier = at::kChar; break;
-    case at::kFloat8_e5m2fnuz: view_as = "float8_e5m2fnuz"; carrier = at::kChar; break;
-    default: break;
+    case at::kUInt16:
+      view_as = "uint16";
+      carrier = at::kShort;
+      break;
+    case at::kUInt32:
+      view_as = "uint32";
+      carrier = at::kInt;
+      break;
+    case at::kUInt64:
+      view_as = "uint64";
+      carrier = at::kLong;
+      break;
+    case at::kFloat8_e4m3fn:
+      view_as = "float8_e4m3fn";
+      carrier = at::kChar;
+      break;
+    case at::kFloat8_e5m2:
+      view_as = "float8_e5m2";
+      carrier = at::kChar;
+      break;
+    case at::kFloat8_e4m3fnuz:
+      view_as = "float8_e4m3fnuz";
+      carrier = at::kChar;
+      break;
+    case at::kFloat8_e5m2fnuz:
+      view_as = "float8_e5m2fnuz";
+      carrier = at::kChar;
+      break;
+    default:
+      break;
   }
   const at::Tensor src = view_as == nullptr ? t : t.view(carrier);
   DLManagedTensor* m = at::toDLPack(src);
@@ -71,7 +92,8 @@ void substitute(ArgValue& v, const std::vector<pyb::object>& objs, size_t& next)
       }
       break;
     case ArgKind::kTuple:
-      for (uint32_t i = 0; i < v.count; ++i) substitute(const_cast<ArgValue&>(v.elems[i]), objs, next);
+      for (uint32_t i = 0; i < v.count; ++i)
+        substitute(const_cast<ArgValue&>(v.elems[i]), objs, next);
       break;
     case ArgKind::kConstexpr:
       substitute(const_cast<ArgValue&>(*v.elems), objs, next);
@@ -114,9 +136,9 @@ void interpret_on_host(const JitFunction& fn, const GridSpec& grid, ArgValue* ar
   for (size_t i = 0; i < nargs; ++i) substitute(args[i], objs, next);
   pyb::gil_scoped_release no_gil;
   if (call.nnamed == 0) {
-    interpret(fn.state(), grid, args, nargs);
+    interpret(JitAccess::state(fn), grid, args, nargs);
   } else {
-    interpret_call(fn.state(), grid, call);
+    interpret_call(JitAccess::state(fn), grid, call);
   }
 }
 
