@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/jit_internal.h"
+#include "core/tensor_map.h"
 #include "core/tensor_map_encode.h"
 #include "triton_embed/jit.h"
 
@@ -30,6 +31,12 @@ inline KernelState* state(const JitFunction& fn) noexcept { return JitAccess::st
 inline const InternedOptions* interned_options(const JitFunction& fn) noexcept {
   return JitAccess::options(fn);
 }
+/*! The 128 bytes of the CUtensorMap cached in descriptor \p d: what its last launch encoded
+ *  (the benchmark's raw launches pass it). */
+inline const unsigned char* tensor_map_bytes(const TensorDescriptor& d) noexcept {
+  return TensorDescriptorAccess::cache(d).map;
+}
+
 /*! The arguments of one cuTensorMapEncodeTiled call, as plain integers (the driver's enum
  *  values); \c strides in bytes, \c rank - 1 of them. */
 using TensorMapEncodeCall = detail::TensorMapEncodeCall;
