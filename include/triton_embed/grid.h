@@ -48,7 +48,7 @@ struct Grid {
  */
 class TRITON_EMBED_API Meta {
  public:
-  Meta(const detail::KernelState* kernel, const detail::ArgValue* args, size_t nargs) noexcept
+  Meta(const detail::KernelState* kernel, const ArgValue* args, size_t nargs) noexcept
       : kernel_(kernel), args_(args), nargs_(nargs) {}
 
   /*! \brief The integer value of parameter \p name (ints, bools, forced integer scalars and
@@ -61,9 +61,9 @@ class TRITON_EMBED_API Meta {
   bool contains(std::string_view name) const noexcept;
 
  private:
-  const detail::ArgValue* find(std::string_view name) const;
+  const ArgValue* find(std::string_view name) const;
   const detail::KernelState* kernel_;
-  const detail::ArgValue* args_;
+  const ArgValue* args_;
   size_t nargs_;
 };
 
