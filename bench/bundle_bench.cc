@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "testing/testing.h"
 
 namespace te = triton_embed;
 using bench::check;
@@ -236,8 +237,8 @@ int run(const char* bundle) {
   copy.launch({kM / 64}, ts, src64, dst64, 64, kCols);
   check(d.stream_synchronize(s), "cuStreamSynchronize");
   alignas(64) unsigned char map_src[128], map_dst[128];
-  std::memcpy(map_src, src64.cache().map, sizeof(map_src));
-  std::memcpy(map_dst, dst64.cache().map, sizeof(map_dst));
+  std::memcpy(map_src, te::detail::testing::tensor_map_bytes(src64), sizeof(map_src));
+  std::memcpy(map_dst, te::detail::testing::tensor_map_bytes(dst64), sizeof(map_dst));
   const te::CompiledKernel& kh = hooked.compile(placeholder_src, placeholder_dst, kM);
   CUmodule mh;
   check(d.module_load_data(&mh, kh.cubin().data()), "cuModuleLoadData");

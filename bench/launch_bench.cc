@@ -343,8 +343,8 @@ void tma_case(Json& out, const Driver& d, CUstream s) {
   if (!at::equal(x, y)) throw std::runtime_error("tma_copy: the copy differs from its source");
   const RawKernel raw(d, fn.compile(src, dst, BM, N));
   alignas(64) unsigned char map_src[128], map_dst[128];
-  std::memcpy(map_src, src.cache().map, sizeof(map_src));
-  std::memcpy(map_dst, dst.cache().map, sizeof(map_dst));
+  std::memcpy(map_src, te::detail::testing::tensor_map_bytes(src), sizeof(map_src));
+  std::memcpy(map_dst, te::detail::testing::tensor_map_bytes(dst), sizeof(map_dst));
   int32_t shape[2] = {static_cast<int32_t>(M), static_cast<int32_t>(N)};
   int64_t strides[2] = {N, 1};
   uint64_t scratch[2] = {0, 0};

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/jit_internal.h"
 
 namespace triton_embed::tools {
 
@@ -569,7 +570,8 @@ detail::ArgValue to_arg(const Call& c, const JitFunction& k, int param, size_t s
   using detail::ArgKind;
   const std::vector<ParamInfo>& params = k.params();
   if (v.kind == Value::Kind::kScalarType && param >= 0 && params[param].is_constexpr) {
-    TE_THROW(TypeError) << c.where() << ": " << detail::kernel_arg_where(k.state(), param)
+    TE_THROW(TypeError) << c.where() << ": "
+                        << detail::kernel_arg_where(detail::JitAccess::state(k), param)
                         << ": a tl.constexpr parameter takes a value (e.g. 1024, true, "
                         << "\"text\", tl.float16), not the type '" << v.text << "'";
   }
@@ -671,7 +673,8 @@ BoundCall bind(const Call& c, const JitFunction& k) {
       continue;
     }
     TE_CHECK(n.value.kind != Value::Kind::kWord, ValueError)
-        << c.where() << ": " << detail::kernel_arg_where(k.state(), param) << ": " << n.value.error;
+        << c.where() << ": " << detail::kernel_arg_where(detail::JitAccess::state(k), param) << ": "
+        << n.value.error;
     b.vals.push_back(to_arg(c, k, param, b.vals.size(), n.value));
     b.names.push_back(ArgName(n.name.data(), n.name.size()));
   }

@@ -51,6 +51,7 @@
 #include "bundle/store.h"
 #include "calls_file.h"
 #include "core/errors.h"
+#include "core/jit_internal.h"
 #include "core/kernel_state.h"
 #include "cuda/driver.h"
 #include "triton_embed/autotune.h"
@@ -112,6 +113,7 @@ int merge(const std::vector<std::string>& args) {
 // ---- build ------------------------------------------------------------------------------
 
 namespace te = triton_embed;
+using te::detail::JitAccess;  // a handle's kernel state and options (core/jit_internal.h)
 namespace tools = triton_embed::tools;
 
 // The directory of the loaded library whose soname is `soname` ("" when it is not loaded).
@@ -183,7 +185,7 @@ struct Built {
 };
 
 bool autotuned(const te::JitFunction& k) {
-  for (const auto& layer : k.state()->layers) {
+  for (const auto& layer : JitAccess::state(k)->layers) {
     if (layer->kind == te::detail::Layer::Kind::kAutotune) return true;
   }
   return false;
@@ -386,7 +388,7 @@ class GridExpr {
 
 // The autotune layer of k (its outermost), or nullptr.
 const te::detail::TuneLayer* tune_layer(const te::JitFunction& k) {
-  for (const auto& layer : k.state()->layers) {
+  for (const auto& layer : JitAccess::state(k)->layers) {
     if (layer->kind == te::detail::Layer::Kind::kAutotune) return layer->tune.get();
   }
   return nullptr;
@@ -400,7 +402,7 @@ const te::detail::TuneLayer* tune_layer(const te::JitFunction& k) {
 const te::CompiledKernel* compile_generic(const te::JitFunction& k, const tools::BoundCall& b,
                                           const te::TuningResult& r, std::string* why) {
   const te::detail::TuneLayer* t = tune_layer(k);
-  const te::detail::KernelState& ks = *k.state();
+  const te::detail::KernelState& ks = *JitAccess::state(k);
   if (ks.layers.size() != 1) {
     *why = "a @triton.heuristics runs with the autotuner";
     return nullptr;
@@ -455,7 +457,7 @@ const te::CompiledKernel* compile_generic(const te::JitFunction& k, const tools:
   a.npos = static_cast<uint32_t>(b.npos);
   a.nnamed = static_cast<uint32_t>(names.size());
   a.names = names.data();
-  return &te::detail::compile_call(inner.state(), inner.interned_options(), a, nullptr);
+  return &te::detail::compile_call(JitAccess::state(inner), JitAccess::options(inner), a, nullptr);
 }
 
 // build, and tune (`tune`): the same command line, the same output, and tuning.
@@ -605,20 +607,23 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
               te::detail::GridSpec spec;
               spec.fn = &GridExpr::thunk;
               spec.ctx = &g->second;
-              return te::detail::compile_call(h.state(), h.interned_options(), b.args(), &spec);
+              return te::detail::compile_call(JitAccess::state(h), JitAccess::options(h), b.args(),
+                                              &spec);
             }
             // As JitFunction::compile passes a call: positional ones as they are.
             if (b.names.empty()) {
-              return te::detail::compile(h.state(), h.interned_options(), b.vals.data(), b.npos);
+              return te::detail::compile(JitAccess::state(h), JitAccess::options(h), b.vals.data(),
+                                         b.npos);
             }
-            return te::detail::compile_call(h.state(), h.interned_options(), b.args(), nullptr);
+            return te::detail::compile_call(JitAccess::state(h), JitAccess::options(h), b.args(),
+                                            nullptr);
           });
       if (seen.insert(&ck).second) {
         built.push_back({&c, k.module() + "." + k.name(), b.options.str(), &ck});
       }
       if (tune && autotuned(k)) {
         const te::TuningResult* r =
-            te::detail::tuning_result_call(h.state(), h.interned_options(), b.args());
+            te::detail::tuning_result_call(JitAccess::state(h), JitAccess::options(h), b.args());
         if (r == nullptr) continue;
         tuned.push_back(c.where() + ": " + ck.target() + " " + k.module() + "." + k.name() +
                         " key " + r->key + ": " + r->best.str);

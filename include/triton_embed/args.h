@@ -265,7 +265,7 @@ struct ArgTraits<bool> {
   static constexpr size_t kNested = 0;
   static void fill(bool v, ArgValue& out, ArgValue*&) {
     out = ArgValue{};
-    out.kind = detail::ArgKind::kBool;
+    out.kind = ArgKind::kBool;
     out.i = v ? 1 : 0;
   }
 };
@@ -276,7 +276,7 @@ struct ArgTraits<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T,
   static constexpr size_t kNested = 0;
   static void fill(T v, ArgValue& out, ArgValue*&) {
     out = ArgValue{};
-    out.kind = detail::ArgKind::kInt;
+    out.kind = ArgKind::kInt;
     if constexpr (std::is_unsigned_v<T>) {
       if (static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
         out.big = 1;
@@ -304,7 +304,7 @@ struct ArgTraits<T, std::enable_if_t<std::is_floating_point_v<T>>> {
   static constexpr size_t kNested = 0;
   static void fill(T v, ArgValue& out, ArgValue*&) {
     out = ArgValue{};
-    out.kind = detail::ArgKind::kFloat;
+    out.kind = ArgKind::kFloat;
     out.f = static_cast<double>(v);
   }
 };
@@ -322,7 +322,7 @@ struct ArgTraits<T*, std::enable_if_t<!detail::is_char_type_v<T>>> {
   static constexpr size_t kNested = 0;
   static void fill(const T* p, ArgValue& out, ArgValue*&) {
     out = ArgValue{};
-    out.kind = detail::ArgKind::kPointer;
+    out.kind = ArgKind::kPointer;
     out.dtype = detail::dtype_of<T>();
     out.u = reinterpret_cast<uintptr_t>(p);
   }
@@ -333,7 +333,7 @@ struct ArgTraits<Pointer> {
   static constexpr size_t kNested = 0;
   static void fill(const Pointer& p, ArgValue& out, ArgValue*&) {
     out = ArgValue{};
-    out.kind = detail::ArgKind::kPointer;
+    out.kind = ArgKind::kPointer;
     out.dtype = p.dtype;
     out.u = p.address;
   }
@@ -344,7 +344,7 @@ struct ArgTraits<Scalar> {
   static constexpr size_t kNested = 0;
   static void fill(const Scalar& s, ArgValue& out, ArgValue*&) {
     out = ArgValue{};
-    out.kind = detail::ArgKind::kScalar;
+    out.kind = ArgKind::kScalar;
     out.dtype = s.type;
     out.big = s.big ? 1 : 0;
     out.u = s.u;
@@ -356,7 +356,7 @@ struct ArgTraits<DType> {
   static constexpr size_t kNested = 0;
   static void fill(DType t, ArgValue& out, ArgValue*&) {
     out = ArgValue{};
-    out.kind = detail::ArgKind::kDType;
+    out.kind = ArgKind::kDType;
     out.dtype = t;
   }
 };
@@ -366,7 +366,7 @@ struct ArgTraits<std::nullptr_t> {
   static constexpr size_t kNested = 0;
   static void fill(std::nullptr_t, ArgValue& out, ArgValue*&) {
     out = ArgValue{};
-    out.kind = detail::ArgKind::kNone;
+    out.kind = ArgKind::kNone;
   }
 };
 
@@ -375,7 +375,7 @@ struct ArgTraits<std::nullopt_t> {
   static constexpr size_t kNested = 0;
   static void fill(std::nullopt_t, ArgValue& out, ArgValue*&) {
     out = ArgValue{};
-    out.kind = detail::ArgKind::kNone;
+    out.kind = ArgKind::kNone;
   }
 };
 
@@ -387,7 +387,7 @@ struct ArgTraits<std::optional<T>> {
       ArgTraits<std::decay_t<T>>::fill(*v, out, nested);
     } else {
       out = ArgValue{};
-      out.kind = detail::ArgKind::kNone;
+      out.kind = ArgKind::kNone;
     }
   }
 };
@@ -434,7 +434,7 @@ struct ArgTraits<Constexpr<T>> {
     ArgValue* inner = nested++;
     ArgTraits<std::decay_t<T>>::fill(c.value, *inner, nested);
     out = ArgValue{};
-    out.kind = detail::ArgKind::kConstexpr;
+    out.kind = ArgKind::kConstexpr;
     out.elems = inner;
   }
 };

@@ -24,7 +24,7 @@ namespace triton_embed {
 
 namespace detail {
 struct KernelState;
-struct MetaAccess;  // src/core/jit_access.h
+struct MetaAccess;  // src/core/jit_internal.h
 }  // namespace detail
 
 /*! \brief Ceiling division, as \c triton.cdiv. */
@@ -49,7 +49,7 @@ struct Grid {
  */
 class TRITON_EMBED_API Meta {
  public:
-  Meta(const detail::KernelState* kernel, const detail::ArgValue* args, size_t nargs) noexcept
+  Meta(const detail::KernelState* kernel, const ArgValue* args, size_t nargs) noexcept
       : kernel_(kernel), args_(args), nargs_(nargs) {}
 
   /*! \brief The integer value of parameter \p name (ints, bools, forced integer scalars and
@@ -63,9 +63,9 @@ class TRITON_EMBED_API Meta {
 
  private:
   friend struct detail::MetaAccess;
-  const detail::ArgValue* find(std::string_view name) const;
+  const ArgValue* find(std::string_view name) const;
   const detail::KernelState* kernel_;
-  const detail::ArgValue* args_;
+  const ArgValue* args_;
   size_t nargs_;
 };
 

@@ -99,67 +99,17 @@ class TRITON_EMBED_API CompiledKernel {
   std::string target_;
 };
 
-class JitFunction;
-
 namespace detail {
-struct JitAccess;  // src/core/jit_access.h
-/*! Options interned once per distinct set: \c id goes into the cache key. */
-struct InternedOptions {
-  uint32_t id;
-  Options options;
-};
-TRITON_EMBED_API const InternedOptions* intern_options(const Options& options);
-TRITON_EMBED_API KernelState* load_kernel(std::string_view module, std::string_view name);
-TRITON_EMBED_API KernelState* inner_kernel(KernelState* kernel);
+struct InternedOptions;  // an interned Options (src/core/jit_internal.h)
+struct JitAccess;        // the handle's state for the library's own layers (ditto)
+/*! What launch() hands its arguments to, as plain data: the launch path (src/core/launch.cc).
+ *  launch_call() is the general form: named arguments, and kernels wrapped in
+ *  @triton.autotune / @triton.heuristics (launch() hands wrapped kernels to it). */
 TRITON_EMBED_API void launch(KernelState* kernel, const InternedOptions* options,
                              const GridSpec& grid, Stream stream, const ArgValue* args,
                              size_t nargs);
-TRITON_EMBED_API const CompiledKernel& compile(KernelState* kernel, const InternedOptions* options,
-                                               const ArgValue* args, size_t nargs);
-/*! The general forms: named arguments, and kernels wrapped in @triton.autotune /
- *  @triton.heuristics (the positional forms above hand wrapped kernels to these). */
 TRITON_EMBED_API void launch_call(KernelState* kernel, const InternedOptions* options,
                                   const GridSpec& grid, Stream stream, const CallArgs& call);
-/*! launch() or launch_call() (\p positional: the call has no named arguments) when the calling
- *  thread's current CUDA context is on device \p ordinal (the CUDA runtime's numbering);
- *  false, launching nothing, when it is on another device. The torch layer's launch: one
- *  context lookup, no question to the runtime about its current device. */
-TRITON_EMBED_API bool launch_if_on_device(int ordinal, KernelState* kernel,
-                                          const InternedOptions* options, const GridSpec& grid,
-                                          Stream stream, const CallArgs& call);
-/*! With \p prepare_grid: also load the kernel into the current context, tuning on that
- *  grid when needed (prepare()). */
-TRITON_EMBED_API const CompiledKernel& compile_call(KernelState* kernel,
-                                                    const InternedOptions* options,
-                                                    const CallArgs& call,
-                                                    const GridSpec* prepare_grid);
-TRITON_EMBED_API std::vector<const CompiledKernel*> warmup_call(KernelState* kernel,
-                                                                const InternedOptions* options,
-                                                                const CallArgs& call);
-TRITON_EMBED_API const TuningResult* tuning_result_call(KernelState* kernel,
-                                                        const InternedOptions* options,
-                                                        const CallArgs& call);
-TRITON_EMBED_API void interpret_call(KernelState* kernel, const GridSpec& grid,
-                                     const CallArgs& call);
-/*! The parameter index argument \p index of the call binds to (named arguments by name), or
- *  -1 for a name that is not a parameter. */
-TRITON_EMBED_API int call_param_index(const KernelState* kernel, const CallArgs& call,
-                                      uint32_t index) noexcept;
-/*! Runs the kernel through Triton's interpreter (on the host) with the GIL held for the call.
- *  Arguments of kind kPyObject are passed to Python as they are (the torch layer passes CPU
- *  tensors so); every other value as a launch would. Meta-parameters and grid callables work
- *  as for launch(); options do not apply. */
-TRITON_EMBED_API void interpret(KernelState* kernel, const GridSpec& grid, const ArgValue* args,
-                                size_t nargs);
-TRITON_EMBED_API const std::vector<ParamInfo>& kernel_params(const KernelState* kernel) noexcept;
-TRITON_EMBED_API const std::string& kernel_module(const KernelState* kernel) noexcept;
-TRITON_EMBED_API const std::string& kernel_name(const KernelState* kernel) noexcept;
-TRITON_EMBED_API const std::string& kernel_wrapper(const KernelState* kernel) noexcept;
-TRITON_EMBED_API std::string kernel_signature(const KernelState* kernel);
-/*! "add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK): argument #3 'n'": where argument errors
- *  point, in the core's format (for layers that raise their own argument errors). */
-TRITON_EMBED_API std::string kernel_arg_where(const KernelState* kernel, size_t index);
-constexpr size_t kMaxArgs = 96;
 }  // namespace detail
 
 /*! \brief A handle to a \c @triton.jit kernel of a Python module.
@@ -176,28 +126,25 @@ class TRITON_EMBED_API JitFunction {
    *  as Python launches them: heuristics computed as Triton does (cached in C++ by the
    *  values they read), configurations tuned by the kernel's own Autotuner on a new key and
    *  looked up in C++ afterwards. */
-  JitFunction(std::string_view module, std::string_view name)
-      : JitFunction(detail::load_kernel(module, name), detail::intern_options(Options())) {}
+  JitFunction(std::string_view module, std::string_view name);
 
   /*! \brief A handle to the same kernel (and cache) that compiles and launches with
    *  \p options, like Python's \c kernel[grid](..., num_warps=8). */
-  JitFunction with_options(const Options& options) const {
-    return JitFunction(state_, detail::intern_options(options));
-  }
-  const Options& options() const noexcept { return options_->options; }
+  JitFunction with_options(const Options& options) const;
+  const Options& options() const noexcept;
 
   /*! \brief For a kernel wrapped in \c @triton.autotune or \c @triton.heuristics: a handle
    *  to the inner JITFunction, launched with explicit meta-parameters (no tuning, no
    *  heuristics). */
-  JitFunction inner() const { return JitFunction(detail::inner_kernel(state_), options_); }
+  JitFunction inner() const;
   /*! \brief \c "autotune", \c "heuristics" or \c "" (a plain JITFunction). */
-  const std::string& wrapper() const noexcept { return detail::kernel_wrapper(state_); }
+  const std::string& wrapper() const noexcept;
 
-  const std::string& module() const noexcept { return detail::kernel_module(state_); }
-  const std::string& name() const noexcept { return detail::kernel_name(state_); }
-  const std::vector<ParamInfo>& params() const noexcept { return detail::kernel_params(state_); }
+  const std::string& module() const noexcept;
+  const std::string& name() const noexcept;
+  const std::vector<ParamInfo>& params() const noexcept;
   /*! \brief e.g. \c "add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: constexpr)". */
-  std::string signature() const { return detail::kernel_signature(state_); }
+  std::string signature() const;
 
   /*! \brief Launches the kernel on \p grid and \p stream.
    *  \code
@@ -243,9 +190,9 @@ class TRITON_EMBED_API JitFunction {
   const CompiledKernel& compile(const Args&... args) const {
     detail::CallStorage<Args...> s(args...);
     if constexpr (detail::CallStorage<Args...>::kNamed == 0) {
-      return detail::compile(state_, options_, s.vals, sizeof...(Args));
+      return compile_args(s.vals, sizeof...(Args));
     } else {
-      return detail::compile_call(state_, options_, s.call(), nullptr);
+      return compile_call(s.call(), nullptr);
     }
   }
 
@@ -264,7 +211,7 @@ class TRITON_EMBED_API JitFunction {
     detail::GridSpec spec;
     spec.fixed = grid;
     detail::CallStorage<Args...> s(args...);
-    return detail::compile_call(state_, options_, s.call(), &spec);
+    return compile_call(s.call(), &spec);
   }
   template <
       class F, class... Args,
@@ -275,7 +222,7 @@ class TRITON_EMBED_API JitFunction {
     spec.fn = &detail::grid_thunk<F>;
     spec.ctx = static_cast<const void*>(&grid_fn);
     detail::CallStorage<Args...> s(args...);
-    return detail::compile_call(state_, options_, s.call(), &spec);
+    return compile_call(s.call(), &spec);
   }
 
   /*! \brief Compiles without launching, as Python's \c kernel.warmup(...): for a kernel
@@ -284,7 +231,7 @@ class TRITON_EMBED_API JitFunction {
   template <class... Args>
   std::vector<const CompiledKernel*> warmup(const Args&... args) const {
     detail::CallStorage<Args...> s(args...);
-    return detail::warmup_call(state_, options_, s.call());
+    return warmup_call(s.call());
   }
 
   /*! \brief For an autotuned kernel: what tuning chose for the key of these arguments
@@ -293,18 +240,20 @@ class TRITON_EMBED_API JitFunction {
   template <class... Args>
   const TuningResult* tuning_result(const Args&... args) const {
     detail::CallStorage<Args...> s(args...);
-    return detail::tuning_result_call(state_, options_, s.call());
+    return tuning_result_call(s.call());
   }
-
-  /*! \brief The kernel's internal state (for layers built on this library). */
-  detail::KernelState* state() const noexcept { return state_; }
-  /*! \brief The interned options of this handle (for layers built on this library). */
-  const detail::InternedOptions* interned_options() const noexcept { return options_; }
 
  private:
   friend struct detail::JitAccess;
-  JitFunction(detail::KernelState* state, const detail::InternedOptions* options)
+  friend struct ArgTraits<JitFunction>;
+  JitFunction(detail::KernelState* state, const detail::InternedOptions* options) noexcept
       : state_(state), options_(options) {}
+  // What the templates above hand their arguments to (src/core/jit_function.cc).
+  const CompiledKernel& compile_args(const ArgValue* args, size_t nargs) const;
+  const CompiledKernel& compile_call(const detail::CallArgs& call,
+                                     const detail::GridSpec* prepare_grid) const;
+  std::vector<const CompiledKernel*> warmup_call(const detail::CallArgs& call) const;
+  const TuningResult* tuning_result_call(const detail::CallArgs& call) const;
   template <class... Args>
   void launch_spec(const detail::GridSpec& spec, Stream stream, const Args&... args) const {
     detail::CallStorage<Args...> s(args...);
@@ -325,7 +274,7 @@ struct ArgTraits<JitFunction> {
   static void fill(const JitFunction& f, ArgValue& out, ArgValue*&) {
     out = ArgValue{};
     out.kind = ArgKind::kJitFunction;
-    out.ptr = f.state();
+    out.ptr = f.state_;
   }
 };
 

@@ -21,7 +21,7 @@
  *  \endcode
  */
 
-#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 
@@ -40,21 +40,7 @@ namespace detail {
 template <class T>
 inline constexpr bool dependent_false_desc = false;
 
-/*! The encoded \c CUtensorMap a descriptor keeps between launches, with what it was encoded
- *  from; guarded by a spin flag (launches on several threads may share a descriptor). */
-struct alignas(64) TensorMapCache {
-  static constexpr int kInputWords = 24;
-  unsigned char map[128];        //!< the CUtensorMap (128 bytes, 64-byte aligned)
-  uint64_t input[kInputWords];   //!< the encoding's inputs (src/core/tensor_map.cc)
-  const void* layout = nullptr;  //!< the kernel's descriptor layout it was last packed for
-  uint64_t version = 0;          //!< the descriptor's version() then
-  bool valid = false;
-  std::atomic<bool> busy{false};
-  //! The descriptor's version() whose fields passed Triton's checks, and the specialisation
-  //! word they gave (src/core/tensor_map.cc: check_descriptor).
-  std::atomic<uint64_t> checked_version{~uint64_t{0}};
-  std::atomic<uint32_t> checked_word{0};
-};
+struct TensorDescriptorAccess;  // what the launch path reads and caches (src/core/tensor_map.h)
 
 /*! How a tensor type becomes a descriptor (specialised by the torch layer for at::Tensor). */
 template <class Tensor>
@@ -143,17 +129,24 @@ class TRITON_EMBED_API TensorDescriptor {
     tf32_ = v;
     ++version_;
   }
-  /*! Internal: changes with every change of the fields (what a launch's checks and cached
-   *  encoding of this descriptor are keyed on). */
-  uint64_t version() const noexcept { return version_; }
-  /*! Internal: ArgValue flags (\c detail::kArgFromTensor, \c detail::kArgHostMemory). */
-  uint8_t arg_flags() const noexcept { return flags_; }
-  void set_arg_flags(uint8_t f) noexcept { flags_ = f; }
-
-  /*! Internal: the encoding cache (src/core/tensor_map.cc). */
-  detail::TensorMapCache& cache() const noexcept { return cache_; }
 
  private:
+  friend struct detail::TensorDescriptorAccess;
+  friend struct ArgTraits<TensorDescriptor>;
+  template <class Tensor>
+  friend struct detail::TensorDescriptorSource;
+
+  //! Bytes of the cache a launch keeps in the descriptor: the encoded \c CUtensorMap, what
+  //! it was encoded from, and the version whose fields passed Triton's checks. Its type is
+  //! the launch path's (src/core/tensor_map.h), which checks that it fits.
+  static constexpr size_t kCacheBytes = 384;
+
+  //! Changes with every change of the fields (what a launch's checks and cached encoding of
+  //! this descriptor are keyed on).
+  uint64_t version() const noexcept { return version_; }
+  //! ArgValue flags: \c kArgFromTensor, \c kArgHostMemory (a descriptor of a CPU tensor).
+  uint8_t arg_flags() const noexcept { return flags_; }
+  void set_arg_flags(uint8_t f) noexcept { flags_ = f; }
   void init(int rank, const int64_t* shape, const int64_t* strides, const int64_t* block);
 
   uint64_t base_ = 0;
@@ -166,7 +159,7 @@ class TRITON_EMBED_API TensorDescriptor {
   int64_t strides_[kMaxRank] = {};
   int64_t block_[kMaxRank] = {};
   uint64_t version_ = 0;
-  mutable detail::TensorMapCache cache_;
+  alignas(64) mutable unsigned char cache_[kCacheBytes];  // constructed by the constructors
 };
 
 /*! \brief A \c TensorDescriptor argument: Triton's \c tensordesc type. The descriptor must

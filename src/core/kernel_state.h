@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "core/cache.h"
+#include "core/jit_internal.h"
 #include "core/layers.h"
 #include "triton_embed/arg_value.h"
-#include "triton_embed/jit.h"
 
 namespace triton_embed::detail {
 

@@ -486,7 +486,7 @@ bool same_fields(const TensorDescriptor& a, const TensorDescriptor& b, const int
   const int r = b.rank();
   if (a.rank() != r || a.base() != b.base() || a.dtype() != b.dtype() ||
       a.padding() != b.padding() || a.round_f32_to_tf32() != b.round_f32_to_tf32() ||
-      a.arg_flags() != b.arg_flags()) {
+      TensorDescriptorAccess::arg_flags(a) != TensorDescriptorAccess::arg_flags(b)) {
     return false;
   }
   for (int i = 0; i < r; ++i) {
@@ -501,7 +501,7 @@ bool same_fields(const TensorDescriptor& a, const TensorDescriptor& b, const int
 TensorDescriptor with_block(const TensorDescriptor& d, const int64_t* block) {
   TensorDescriptor c(d.base(), d.dtype(), d.rank(), d.shape(), d.strides(), block, d.padding(),
                      d.round_f32_to_tf32());
-  c.set_arg_flags(d.arg_flags());
+  TensorDescriptorAccess::set_arg_flags(c, TensorDescriptorAccess::arg_flags(d));
   return c;
 }
 

@@ -22,13 +22,13 @@
 
 #include "core/expr.h"
 #include "core/internal_api.h"
+#include "core/jit_internal.h"
 #include "core/memo.h"
 #include "core/once.h"
 #include "triton_embed/arg_value.h"
 #include "triton_embed/autotune.h"
 #include "triton_embed/detail/call.h"
 #include "triton_embed/grid.h"
-#include "triton_embed/jit.h"
 
 namespace triton_embed::detail {
 

@@ -1,3 +1,5 @@
+#include "triton_embed/options.h"
+
 #include <algorithm>
 #include <memory>
 #include <mutex>
@@ -5,8 +7,7 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "triton_embed/jit.h"
-#include "triton_embed/options.h"
+#include "core/jit_internal.h"
 
 namespace triton_embed {
 
@@ -30,10 +31,18 @@ std::string Options::str() const {
     first = false;
     os << name << "=";
     switch (v.kind()) {
-      case OptionValue::Kind::kBool: os << (v.as_bool() ? "True" : "False"); break;
-      case OptionValue::Kind::kInt: os << v.as_int(); break;
-      case OptionValue::Kind::kFloat: os << v.as_float(); break;
-      case OptionValue::Kind::kString: os << "'" << v.as_string() << "'"; break;
+      case OptionValue::Kind::kBool:
+        os << (v.as_bool() ? "True" : "False");
+        break;
+      case OptionValue::Kind::kInt:
+        os << v.as_int();
+        break;
+      case OptionValue::Kind::kFloat:
+        os << v.as_float();
+        break;
+      case OptionValue::Kind::kString:
+        os << "'" << v.as_string() << "'";
+        break;
     }
   }
   return os.str();

@@ -51,34 +51,8 @@ void for_each_kernel(const std::function<void(KernelState&)>& f) {
   for (auto& [key, k] : r.kernels) f(*k);
 }
 
-const std::vector<ParamInfo>& kernel_params(const KernelState* kernel) noexcept {
-  return kernel->params;
-}
-const std::string& kernel_module(const KernelState* kernel) noexcept { return kernel->module; }
-const std::string& kernel_name(const KernelState* kernel) noexcept { return kernel->name; }
-const std::string& kernel_wrapper(const KernelState* kernel) noexcept { return kernel->wrapper; }
-
-std::string kernel_signature(const KernelState* kernel) {
-  std::string s = kernel->name + "(";
-  for (size_t i = 0; i < kernel->params.size(); ++i) {
-    const ParamInfo& p = kernel->params[i];
-    if (i) s += ", ";
-    s += p.name;
-    if (!p.annotation.empty()) s += ": " + p.annotation;
-    if (p.has_default) s += " = " + p.default_repr;
-  }
-  return s + ")";
-}
-
 std::string kernel_arg_where(const KernelState* kernel, size_t index) {
   return arg_where(*kernel, index);
-}
-
-KernelState* inner_kernel(KernelState* kernel) {
-  TE_CHECK(kernel->inner != nullptr, ValueError)
-      << full_name(*kernel) << " is a plain @triton.jit function; inner() is for kernels "
-      << "wrapped in @triton.autotune or @triton.heuristics";
-  return kernel->inner;
 }
 
 }  // namespace triton_embed::detail

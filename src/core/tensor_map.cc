@@ -31,6 +31,7 @@ void check_lists(size_t shape, size_t strides, size_t block) {
 TensorDescriptor::TensorDescriptor(uint64_t base, DType dtype, Dims shape, Dims strides,
                                    Dims block_shape, Padding padding, bool round_f32_to_tf32)
     : base_(base), dtype_(dtype), padding_(padding), tf32_(round_f32_to_tf32) {
+  detail::TensorDescriptorAccess::init_cache(*this);
   check_lists(shape.size(), strides.size(), block_shape.size());
   init(static_cast<int>(shape.size()), shape.begin(), strides.begin(), block_shape.begin());
 }
@@ -39,6 +40,7 @@ TensorDescriptor::TensorDescriptor(uint64_t base, DType dtype, int rank, const i
                                    const int64_t* strides, const int64_t* block_shape,
                                    Padding padding, bool round_f32_to_tf32)
     : base_(base), dtype_(dtype), padding_(padding), tf32_(round_f32_to_tf32) {
+  detail::TensorDescriptorAccess::init_cache(*this);
   check_lists(rank < 0 ? 0 : static_cast<size_t>(rank), static_cast<size_t>(rank),
               static_cast<size_t>(rank));
   init(rank, shape, strides, block_shape);
@@ -51,6 +53,7 @@ TensorDescriptor::TensorDescriptor(const TensorDescriptor& o)
       padding_(o.padding_),
       tf32_(o.tf32_),
       flags_(o.flags_) {
+  detail::TensorDescriptorAccess::init_cache(*this);  // its own encoding, made when first launched
   std::memcpy(shape_, o.shape_, sizeof(shape_));
   std::memcpy(strides_, o.strides_, sizeof(strides_));
   std::memcpy(block_, o.block_, sizeof(block_));
@@ -144,8 +147,8 @@ uint32_t check_fields(const KernelState& k, uint32_t param, const TensorDescript
 uint32_t check_descriptor(const KernelState& k, uint32_t param, const TensorDescriptor& d) {
   // Fields that passed before (same version) pass again: the rules depend on the descriptor
   // and the installed Triton only.
-  TensorMapCache& c = d.cache();
-  const uint64_t version = d.version();
+  TensorMapCache& c = TensorDescriptorAccess::cache(d);
+  const uint64_t version = TensorDescriptorAccess::version(d);
   if (c.checked_version.load(std::memory_order_acquire) == version) {
     return c.checked_word.load(std::memory_order_relaxed);
   }
@@ -304,7 +307,7 @@ void encode(const KernelState& k, uint32_t param, const TensorDescriptor& d, con
 // new encoding that replaces it. Launches on several threads may share the descriptor.
 void tensor_map(const KernelState& k, uint32_t param, const TensorDescriptor& d, const TmaMeta& m,
                 unsigned char* out) {
-  TensorMapCache& c = d.cache();
+  TensorMapCache& c = TensorDescriptorAccess::cache(d);
   while (c.busy.exchange(true, std::memory_order_acquire)) {
   }
   struct Release {
@@ -313,7 +316,7 @@ void tensor_map(const KernelState& k, uint32_t param, const TensorDescriptor& d,
   } release{c.busy};
   // The same fields (version) for the same kernel layout as last time: the map is current.
   // Otherwise compare what the encoding reads, and encode only when that changed.
-  if (!c.valid || c.layout != &m || c.version != d.version()) {
+  if (!c.valid || c.layout != &m || c.version != TensorDescriptorAccess::version(d)) {
     uint64_t in[TensorMapCache::kInputWords];
     encode_inputs(d, m, in);
     if (!c.valid || std::memcmp(c.input, in, sizeof(in)) != 0) {
@@ -323,7 +326,7 @@ void tensor_map(const KernelState& k, uint32_t param, const TensorDescriptor& d,
       c.valid = true;
     }
     c.layout = &m;
-    c.version = d.version();
+    c.version = TensorDescriptorAccess::version(d);
   }
   std::memcpy(out, c.map, sizeof(c.map));
 }

@@ -4,9 +4,12 @@
 // parameters Triton's launcher passes for one (packing) and the CUtensorMap it encodes,
 // cached in the descriptor.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <string>
+#include <type_traits>
 
 #include "core/cache.h"
 #include "core/kernel_state.h"
@@ -23,6 +26,41 @@ inline constexpr size_t kMaxPackedParams = kMaxLeaves + 2 + kMaxTensorDescs * (k
 
 struct alignas(64) TensorMapStorage {
   unsigned char bytes[128];
+};
+
+// The encoded CUtensorMap a descriptor keeps between launches, with what it was encoded
+// from; guarded by a spin flag (launches on several threads may share a descriptor). It lives
+// in the descriptor's private storage (TensorDescriptor::cache_), constructed by its
+// constructors; no allocation.
+struct alignas(64) TensorMapCache {
+  static constexpr int kInputWords = 24;
+  unsigned char map[128];        // the CUtensorMap (128 bytes, 64-byte aligned)
+  uint64_t input[kInputWords];   // the encoding's inputs (tensor_map.cc: encode_inputs)
+  const void* layout = nullptr;  // the kernel's descriptor layout it was last packed for
+  uint64_t version = 0;          // the descriptor's version then
+  bool valid = false;
+  std::atomic<bool> busy{false};
+  // The descriptor's version whose fields passed Triton's checks, and the specialisation word
+  // they gave (check_descriptor).
+  std::atomic<uint64_t> checked_version{~uint64_t{0}};
+  std::atomic<uint32_t> checked_word{0};
+};
+
+// What the library reads and writes of a TensorDescriptor beyond its public fields.
+struct TensorDescriptorAccess {
+  static_assert(sizeof(TensorMapCache) <= TensorDescriptor::kCacheBytes &&
+                    alignof(TensorMapCache) <= 64,
+                "TensorDescriptor::cache_ must hold a TensorMapCache");
+  static_assert(std::is_trivially_destructible_v<TensorMapCache>,
+                "TensorDescriptor never destroys its TensorMapCache");
+  static TensorMapCache& cache(const TensorDescriptor& d) noexcept {
+    return *std::launder(reinterpret_cast<TensorMapCache*>(d.cache_));
+  }
+  // Constructs the cache in d's storage (the constructors call it).
+  static void init_cache(TensorDescriptor& d) noexcept { new (d.cache_) TensorMapCache; }
+  static uint64_t version(const TensorDescriptor& d) noexcept { return d.version(); }
+  static uint8_t arg_flags(const TensorDescriptor& d) noexcept { return d.arg_flags(); }
+  static void set_arg_flags(TensorDescriptor& d, uint8_t flags) noexcept { d.set_arg_flags(flags); }
 };
 
 // Checks Triton's rules for descriptor argument `param` (ValueError / TypeError /

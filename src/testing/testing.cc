@@ -15,13 +15,13 @@
 namespace triton_embed::detail::testing {
 
 size_t cache_size(const JitFunction& fn) {
-  Cache& c = fn.state()->cache;
+  Cache& c = state(fn)->cache;
   std::lock_guard<std::mutex> lock(c.mu);
   return c.table.size();
 }
 
 int compile_waiters(const JitFunction& fn) {
-  Cache& c = fn.state()->cache;
+  Cache& c = state(fn)->cache;
   std::lock_guard<std::mutex> lock(c.mu);
   return c.building.waiters();
 }

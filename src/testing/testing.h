@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/jit_internal.h"
+#include "core/tensor_map.h"
 #include "core/tensor_map_encode.h"
 #include "triton_embed/jit.h"
 
@@ -23,6 +25,17 @@ TE_INTERNAL_API int dry_run_call(KernelState* kernel, const InternedOptions* opt
                                  const CallArgs& call, uint64_t* slots_out);
 
 namespace testing {
+
+/*! The kernel state and the interned options behind a handle (jit.h keeps them private). */
+inline KernelState* state(const JitFunction& fn) noexcept { return JitAccess::state(fn); }
+inline const InternedOptions* interned_options(const JitFunction& fn) noexcept {
+  return JitAccess::options(fn);
+}
+/*! The 128 bytes of the CUtensorMap cached in descriptor \p d: what its last launch encoded
+ *  (the benchmark's raw launches pass it). */
+inline const unsigned char* tensor_map_bytes(const TensorDescriptor& d) noexcept {
+  return TensorDescriptorAccess::cache(d).map;
+}
 
 /*! The arguments of one cuTensorMapEncodeTiled call, as plain integers (the driver's enum
  *  values); \c strides in bytes, \c rank - 1 of them. */
@@ -43,7 +56,7 @@ template <class... Args>
 void* specialization_of(const JitFunction& fn, const Args&... args) {
   ArgValue vals[kArgSlots<Args...> + 1];
   fill_args(vals, args...);
-  return specialization(fn.state(), vals, sizeof...(Args));
+  return specialization(state(fn), vals, sizeof...(Args));
 }
 
 /*! The launch path up to the driver call (explicit target required), named arguments and
@@ -53,9 +66,9 @@ template <class... Args>
 int dry_run(const JitFunction& fn, uint64_t* slots_out, const Args&... args) {
   CallStorage<Args...> s(args...);
   if constexpr (CallStorage<Args...>::kNamed == 0) {
-    return host_path_dry_run(fn.state(), fn.interned_options(), s.vals, sizeof...(Args), slots_out);
+    return host_path_dry_run(state(fn), interned_options(fn), s.vals, sizeof...(Args), slots_out);
   } else {
-    return dry_run_call(fn.state(), fn.interned_options(), s.call(), slots_out);
+    return dry_run_call(state(fn), interned_options(fn), s.call(), slots_out);
   }
 }
 
@@ -71,7 +84,7 @@ template <class... Args>
 std::vector<uint64_t> key_words_of(const JitFunction& fn, const Args&... args) {
   ArgValue vals[kArgSlots<Args...> + 1];
   fill_args(vals, args...);
-  return key_words(fn.state(), vals, sizeof...(Args));
+  return key_words(state(fn), vals, sizeof...(Args));
 }
 /*! Whether launches and dry runs of wrapped kernels use the memo of whole positional calls
  *  (default on; tests compare both), and how many calls it resolved so far. */
@@ -84,7 +97,7 @@ template <class... Args>
 int fast_path_agrees_for(const JitFunction& fn, const Args&... args) {
   ArgValue vals[kArgSlots<Args...> + 1];
   fill_args(vals, args...);
-  return fast_path_agrees(fn.state(), vals, sizeof...(Args));
+  return fast_path_agrees(state(fn), vals, sizeof...(Args));
 }
 
 /*! The launch's grid check: throws what a launch on \p grid with \p num_ctas raises

@@ -26,12 +26,12 @@ std::atomic<const TorchPythonHooks*> g_python{nullptr};  // constant-initialised
 // The parameter an argument of the call binds to (a named argument's index in the call is
 // not its parameter's).
 uint32_t param_of(const JitFunction& fn, const CallArgs& call, uint32_t arg) {
-  const int p = call_param_index(fn.state(), call, arg);
+  const int p = call_param_index(JitAccess::state(fn), call, arg);
   return p >= 0 ? static_cast<uint32_t>(p) : arg;
 }
 
 std::string where(const JitFunction& fn, const CallArgs& call, uint32_t arg) {
-  return kernel_arg_where(fn.state(), param_of(fn, call, arg));
+  return kernel_arg_where(JitAccess::state(fn), param_of(fn, call, arg));
 }
 
 [[noreturn]] void throw_bad_dtype(const JitFunction& fn, const CallArgs& call, const TensorRef& r) {
@@ -168,8 +168,8 @@ void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, s
     C10_CUDA_CHECK(c10::cuda::GetDevice(&index));
   }
   const Stream stream = reinterpret_cast<Stream>(c10::cuda::getCurrentCUDAStream(index).stream());
-  KernelState* const k = fn.state();
-  const InternedOptions* const options = fn.interned_options();
+  KernelState* const k = JitAccess::state(fn);
+  const InternedOptions* const options = JitAccess::options(fn);
   if (C10_LIKELY(launch_if_on_device(index, k, options, grid, stream, call))) return;
   const c10::cuda::CUDAGuard guard(index);
   if (!launch_if_on_device(index, k, options, grid, stream, call)) {

@@ -165,9 +165,9 @@ void interpret_on_host(const JitFunction& fn, const GridSpec& grid, ArgValue* ar
   }
   pyb::gil_scoped_release no_gil;
   if (call.nnamed == 0) {
-    interpret(fn.state(), grid, args, nargs);
+    interpret(JitAccess::state(fn), grid, args, nargs);
   } else {
-    interpret_call(fn.state(), grid, call);
+    interpret_call(JitAccess::state(fn), grid, call);
   }
 }
 

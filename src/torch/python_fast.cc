@@ -24,8 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "core/jit_access.h"
+#include "core/jit_internal.h"
 #include "core/kernel_state.h"
+#include "core/tensor_map.h"
 #include "python/convert.h"
 #include "python/jit_layer.h"
 #include "torch/python_hooks.h"
@@ -310,7 +311,7 @@ bool same_fields(const TensorDescriptor& a, uint64_t base, DType dtype, int rank
                  const int64_t* shape, const int64_t* strides, const int64_t* block,
                  Padding padding, bool tf32, uint8_t flags) {
   if (a.base() != base || a.dtype() != dtype || a.rank() != rank || a.padding() != padding ||
-      a.round_f32_to_tf32() != tf32 || a.arg_flags() != flags) {
+      a.round_f32_to_tf32() != tf32 || TensorDescriptorAccess::arg_flags(a) != flags) {
     return false;
   }
   for (int i = 0; i < rank; ++i) {
@@ -459,7 +460,7 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
       raise_from(std::current_exception());
       return false;
     }
-    slot->desc->set_arg_flags(flags);
+    TensorDescriptorAccess::set_arg_flags(*slot->desc, flags);
   }
   slot->in_use = true;
   c.held[c.nheld++] = slot;

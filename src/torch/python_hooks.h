@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/jit_internal.h"
 #include "triton_embed/torch.h"
 
 namespace triton_embed::detail {

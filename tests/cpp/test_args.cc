@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
+#include <utility>
 
 #include "testing/testing.h"
 
@@ -16,6 +18,30 @@ using te::detail::ArgKind;
 using te::detail::ArgValue;
 
 namespace {
+
+// Whether a member is reachable from user code (an inaccessible one fails substitution).
+template <class T, class = void>
+struct HasState : std::false_type {};
+template <class T>
+struct HasState<T, std::void_t<decltype(std::declval<const T&>().state())>> : std::true_type {};
+template <class T, class = void>
+struct HasInternedOptions : std::false_type {};
+template <class T>
+struct HasInternedOptions<T, std::void_t<decltype(std::declval<const T&>().interned_options())>>
+    : std::true_type {};
+template <class T, class = void>
+struct HasCache : std::false_type {};
+template <class T>
+struct HasCache<T, std::void_t<decltype(std::declval<const T&>().cache())>> : std::true_type {};
+template <class T, class = void>
+struct HasVersion : std::false_type {};
+template <class T>
+struct HasVersion<T, std::void_t<decltype(std::declval<const T&>().version())>> : std::true_type {};
+template <class T, class = void>
+struct HasArgFlags : std::false_type {};
+template <class T>
+struct HasArgFlags<T, std::void_t<decltype(std::declval<T&>().set_arg_flags(uint8_t{0}))>>
+    : std::true_type {};
 
 template <class T>
 ArgValue one(const T& v) {
@@ -237,4 +263,29 @@ TEST(Half, RoundsLikeCPython) {
   EXPECT_EQ(h, 0x0001);
   ASSERT_TRUE(te::detail::testing::half_bits(-0.0, &h));
   EXPECT_EQ(h, 0x8000);
+}
+
+// What jit.h and tensor_descriptor.h keep private (src/core/jit_internal.h and
+// src/core/tensor_map.h reach it for the library's own layers).
+TEST(PublicSurface, InternalsAreNotPublic) {
+  static_assert(!HasState<te::JitFunction>::value, "JitFunction::state() is internal");
+  static_assert(!HasInternedOptions<te::JitFunction>::value,
+                "JitFunction::interned_options() is internal");
+  static_assert(!HasCache<te::TensorDescriptor>::value, "TensorDescriptor::cache() is internal");
+  static_assert(!HasVersion<te::TensorDescriptor>::value,
+                "TensorDescriptor::version() is internal");
+  static_assert(!HasArgFlags<te::TensorDescriptor>::value,
+                "TensorDescriptor::set_arg_flags() is internal");
+  // A JitFunction argument still passes its kernel (ArgTraits<JitFunction> is a friend), and a
+  // descriptor its flags.
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  const ArgValue f = one(add);
+  EXPECT_EQ(f.kind, ArgKind::kJitFunction);
+  EXPECT_EQ(f.ptr, te::detail::testing::state(add));
+  const te::TensorDescriptor d(uint64_t{0x10000}, te::DType::fp16, {64, 64}, {64, 1}, {16, 16});
+  const ArgValue a = one(d);
+  EXPECT_EQ(a.kind, ArgKind::kTensorDesc);
+  EXPECT_EQ(a.ptr, &d);
+  EXPECT_EQ(a.flags, 0);
+  EXPECT_EQ(a.dtype, te::DType::fp16);
 }

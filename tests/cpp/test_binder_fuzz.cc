@@ -437,8 +437,8 @@ std::string ours_result(const te::JitFunction& fn, const std::vector<Val>& args)
   for (size_t k = 0; k < args.size(); ++k) b.fill(args[k], vals[k]);
   try {
     te_test::Gil gil;
-    py::object r =
-        te_test::steal(te::detail::testing::specialization(fn.state(), vals, args.size()));
+    py::object r = te_test::steal(
+        te::detail::testing::specialization(te::detail::testing::state(fn), vals, args.size()));
     return "spec: " + te_test::repr(r[py::int_(0)]);
   } catch (const te::Error& e) {
     const std::string msg = e.what();

@@ -97,7 +97,7 @@ TEST_F(BundleJit, RecordWritesWhatWasCompiled) {
     EXPECT_EQ(a.annotation, e.annotation) << e.name;
     EXPECT_EQ(a.has_default, e.has_default) << e.name;
   }
-  EXPECT_EQ(decoded.min_args, add.state()->min_args);
+  EXPECT_EQ(decoded.min_args, te::detail::testing::state(add)->min_args);
 
   // One entry per recorded call: its hash, signature, options and cubin.
   std::set<std::string> recorded;
@@ -357,14 +357,14 @@ TEST(BundleCodec, ParameterTablesRoundTripWithDefaults) {
   // Defaults of every plain kind come back; a default only Python holds (an object) makes
   // the parameters up to it required.
   const te::JitFunction k("te_fuzz_kernels", "f_defaults");
-  const std::string bytes = tb::encode_params(*k.state());
+  const std::string bytes = tb::encode_params(*te::detail::testing::state(k));
   te::detail::KernelState d;
   tb::decode_params(bytes, d, "test");
   ASSERT_EQ(d.params.size(), k.params().size());
-  EXPECT_EQ(d.min_args, k.state()->min_args);
+  EXPECT_EQ(d.min_args, te::detail::testing::state(k)->min_args);
   for (size_t i = 0; i < d.params.size(); ++i) {
     const te::detail::ArgValue& a = d.defaults[i];
-    const te::detail::ArgValue& e = k.state()->defaults[i];
+    const te::detail::ArgValue& e = te::detail::testing::state(k)->defaults[i];
     EXPECT_EQ(a.kind, e.kind) << i;
     if (a.kind == te::detail::ArgKind::kStr) {
       EXPECT_EQ(std::string(a.s, a.count), std::string(e.s, e.count));
@@ -410,7 +410,7 @@ uint32_t code_of(const std::string& text) {
 
 // The cache key the JIT gave its compile `ck` of `f`.
 std::vector<uint64_t> key_of(const te::JitFunction& f, const te::CompiledKernel& ck) {
-  te::detail::Cache& cache = f.state()->cache;
+  te::detail::Cache& cache = te::detail::testing::state(f)->cache;
   std::lock_guard<std::mutex> lock(cache.mu);
   for (const auto& e : cache.entries) {
     if (e->kernel.get() == &ck) return e->key_words;
@@ -425,8 +425,8 @@ void expect_entry(const tb::Bundle& aot, const te::JitFunction& f, const te::Com
   SCOPED_TRACE(ck.target() + " " + ck.signature() + " " + options.str());
   const int ki = kernel_index(aot, f.module(), f.name());
   ASSERT_GE(ki, 0) << f.module() << "." << f.name();
-  EXPECT_EQ(aot.kernels()[ki].source_hash, f.state()->source_hash);
-  EXPECT_EQ(aot.kernels()[ki].params, tb::encode_params(*f.state()));
+  EXPECT_EQ(aot.kernels()[ki].source_hash, te::detail::testing::state(f)->source_hash);
+  EXPECT_EQ(aot.kernels()[ki].params, tb::encode_params(*te::detail::testing::state(f)));
   EXPECT_EQ(aot.kernels()[ki].wrapper, "");
   const tb::EntryView* found = nullptr;
   for (const tb::EntryView& e : aot.entries()) {

@@ -224,7 +224,7 @@ TEST_F(Errors, GridMetaLookups) {
   te::detail::ArgValue vals[6];  // Constexpr takes a nested slot
   te::detail::fill_args(vals, at<float>(0x1000), at<float>(0x2000), at<float>(0x3000), 4096,
                         te::Constexpr(256));
-  const te::Meta meta(add.state(), vals, 5);
+  const te::Meta meta(te::detail::testing::state(add), vals, 5);
   EXPECT_EQ(meta["n_elements"], 4096);
   EXPECT_EQ(meta["BLOCK"], 256);
   EXPECT_EQ(meta.get_float("BLOCK"), 256.0);
@@ -468,21 +468,26 @@ TEST_F(ErrorTable, NumberThatDoesNotFitIsOverflowError) {
 // latter two before the driver call.
 TEST_F(ErrorTable, GridOutOfRange) {
   te::JitFunction add("pykernels.vector", "add_kernel");
-  const std::string big = raises_exactly<te::OverflowError>(
-      [&] { te::detail::testing::check_grid(add.state(), te::Grid(int64_t{1} << 31), 1); });
+  const std::string big = raises_exactly<te::OverflowError>([&] {
+    te::detail::testing::check_grid(te::detail::testing::state(add), te::Grid(int64_t{1} << 31), 1);
+  });
   EXPECT_EQ(big,
             "launching pykernels.vector.add_kernel: grid (2147483648, 1, 1) has an axis of 2^31 "
             "or more; each axis is a 32-bit int (x * num_ctas below 2^31, y and z below 65536): "
             "split the work over more axes or more work per program");
-  EXPECT_EQ(raises_exactly<te::ValueError>(
-                [&] { te::detail::testing::check_grid(add.state(), te::Grid(-1), 1); }),
+  EXPECT_EQ(raises_exactly<te::ValueError>([&] {
+              te::detail::testing::check_grid(te::detail::testing::state(add), te::Grid(-1), 1);
+            }),
             "launching pykernels.vector.add_kernel: grid (-1, 1, 1) is out of range: each axis "
             "must be >= 0, x * num_ctas (1) below 2^31 and y, z below 65536");
-  raises_exactly<te::ValueError>(
-      [&] { te::detail::testing::check_grid(add.state(), te::Grid(1, 70000), 1); });
-  raises_exactly<te::ValueError>(
-      [&] { te::detail::testing::check_grid(add.state(), te::Grid(1 << 30), 2); });
-  te::detail::testing::check_grid(add.state(), te::Grid(0x7FFFFFFF, 65535, 65535),
+  raises_exactly<te::ValueError>([&] {
+    te::detail::testing::check_grid(te::detail::testing::state(add), te::Grid(1, 70000), 1);
+  });
+  raises_exactly<te::ValueError>([&] {
+    te::detail::testing::check_grid(te::detail::testing::state(add), te::Grid(1 << 30), 2);
+  });
+  te::detail::testing::check_grid(te::detail::testing::state(add),
+                                  te::Grid(0x7FFFFFFF, 65535, 65535),
                                   1);  // the largest
   EXPECT_EQ(python_raises("launcher_grid(2**31)"), "OverflowError");
   EXPECT_EQ(python_raises("launcher_grid(-1)"), "nothing");
@@ -493,7 +498,7 @@ TEST_F(ErrorTable, GridCallableUnknownNameIsLookupError) {
   te::JitFunction add("pykernels.vector", "add_kernel");
   te::detail::ArgValue vals[5];
   te::detail::fill_args(vals, ptr(0x1000), ptr(0x2000), ptr(0x3000), 4096, 256);
-  const te::Meta meta(add.state(), vals, 5);
+  const te::Meta meta(te::detail::testing::state(add), vals, 5);
   raises_exactly<te::LookupError>([&] { meta["nope"]; });
   raises_exactly<te::TypeError>([&] { meta["x_ptr"]; });
   EXPECT_EQ(python_raises("bound_args(pykernels.vector.add_kernel, X, Y, O, 4096, 256)['nope']"),
@@ -513,7 +518,9 @@ TEST_F(ErrorTable, HostMemoryPointerIsValueError) {
   vals[1].flags = te::detail::kArgHostMemory;  // as the torch layer marks a CPU tensor
   uint64_t slots[8];
   EXPECT_EQ(raises_exactly<te::ValueError>([&] {
-              te::detail::host_path_dry_run(add.state(), add.interned_options(), vals, 5, slots);
+              te::detail::host_path_dry_run(te::detail::testing::state(add),
+                                            te::detail::testing::interned_options(add), vals, 5,
+                                            slots);
             }),
             "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): argument #1 'y_ptr': got a CPU "
             "tensor; a GPU launch needs device memory. Move it to the GPU, or launch with "

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "test_support.h"
+#include "testing/testing.h"
 
 namespace te = triton_embed;
 
@@ -84,7 +85,9 @@ TEST(Runtime, ConcurrentLoadsShareOneState) {
   std::vector<te::detail::KernelState*> states(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] { states[t] = te::JitFunction("te_compile_kernels", "mixed_kernel").state(); });
+    threads.emplace_back([&, t] {
+      states[t] = te::detail::testing::state(te::JitFunction("te_compile_kernels", "mixed_kernel"));
+    });
   }
   for (auto& th : threads) th.join();
   for (int t = 1; t < kThreads; ++t) EXPECT_EQ(states[t], states[0]);
@@ -92,8 +95,8 @@ TEST(Runtime, ConcurrentLoadsShareOneState) {
   te::JitFunction a("te_compile_kernels", "mixed_kernel");
   te::JitFunction b = a;
   te::JitFunction c = a.with_options(te::Options().num_warps(2));
-  EXPECT_EQ(b.state(), a.state());
-  EXPECT_EQ(c.state(), a.state());
+  EXPECT_EQ(te::detail::testing::state(b), te::detail::testing::state(a));
+  EXPECT_EQ(te::detail::testing::state(c), te::detail::testing::state(a));
   EXPECT_TRUE(a.options().empty());
   EXPECT_EQ(c.options().str(), "num_warps=2");
 }
