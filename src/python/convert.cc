@@ -139,10 +139,9 @@ pyb::list args_to_python(const KernelState& kernel, const ArgValue* args) {
 
 // A Python value as an ArgValue whose storage the kernel keeps (strings interned once).
 // False when it has no plain form (the caller keeps the object itself).
-bool from_python(KernelState& k, pyb::handle obj, ArgValue& v) {
+bool scalar_from_python(PyObject* o, ArgValue& v) {
   v = ArgValue{};
-  PyObject* o = obj.ptr();
-  if (obj.is_none()) {
+  if (o == Py_None) {
     v.kind = ArgKind::kNone;
     return true;
   }
@@ -177,6 +176,13 @@ bool from_python(KernelState& k, pyb::handle obj, ArgValue& v) {
     v.f = PyFloat_AsDouble(o);
     return true;
   }
+  return false;
+}
+
+bool from_python(KernelState& k, pyb::handle obj, ArgValue& v) {
+  PyObject* o = obj.ptr();
+  if (scalar_from_python(o, v)) return true;
+  if (PyLong_Check(o)) return false;  // beyond 64 bits
   if (PyUnicode_Check(o)) {
     const std::string s = obj.cast<std::string>();
     std::lock_guard<std::mutex> lock(k.values_mu);

@@ -25,6 +25,9 @@ TE_INTERNAL_API pybind11::list args_to_python(const KernelState& kernel, const A
 // tuples of them) as an ArgValue whose storage the kernel keeps (strings interned once).
 // False when it has no plain form; the caller then keeps the object (keep_object).
 bool from_python(KernelState& kernel, pybind11::handle obj, ArgValue& out);
+// None, bool, int (up to 64 bits, signed or not) and float as an ArgValue; false (no Python
+// error set) for anything else.
+TE_INTERNAL_API bool scalar_from_python(PyObject* obj, ArgValue& out);
 
 // A kPyObject ArgValue holding a strong reference that the kernel owns.
 ArgValue keep_object(KernelState& kernel, pybind11::handle obj);

@@ -505,32 +505,9 @@ bool convert(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
     }
     return true;
   }
-  if (o == Py_None) {
-    out.kind = ArgKind::kNone;
-    return true;
-  }
-  if (PyBool_Check(o)) {
-    out.kind = ArgKind::kBool;
-    out.i = o == Py_True ? 1 : 0;
-    return true;
-  }
-  if (PyLong_Check(o)) {
-    out.kind = ArgKind::kInt;
-    int overflow = 0;
-    out.i = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (overflow > 0) {
-      out.u = PyLong_AsUnsignedLongLong(o);
-      if (out.u == static_cast<uint64_t>(-1) && PyErr_Occurred()) return false;
-      out.big = 1;
-    } else if (overflow < 0 || (out.i == -1 && PyErr_Occurred())) {
-      if (!PyErr_Occurred()) PyErr_SetString(PyExc_OverflowError, "integer too small for int64");
-      return false;
-    }
-    return true;
-  }
-  if (PyFloat_Check(o)) {
-    out.kind = ArgKind::kFloat;
-    out.f = PyFloat_AS_DOUBLE(o);
+  if (py::scalar_from_python(o, out)) return true;
+  if (PyLong_Check(o)) {  // beyond 64 bits: Triton's launcher says what it says
+    c.unsupported = true;
     return true;
   }
   if (PyTuple_Check(o)) {
@@ -599,26 +576,6 @@ struct GridCall {
 
 Grid grid_from(PyObject* g);
 
-// A value of the layers or a default as Python sees it (plain kinds here, the rest through
-// the JIT layer's conversion).
-PyObject* value_object(const ArgValue& v) {
-  switch (v.kind) {
-    case ArgKind::kNone:
-      Py_RETURN_NONE;
-    case ArgKind::kBool:
-      return PyBool_FromLong(static_cast<long>(v.i));
-    case ArgKind::kInt:
-      return v.big ? PyLong_FromUnsignedLongLong(v.u) : PyLong_FromLongLong(v.i);
-    case ArgKind::kFloat:
-      return PyFloat_FromDouble(v.f);
-    case ArgKind::kPyObject:
-      Py_INCREF(static_cast<PyObject*>(const_cast<void*>(v.ptr)));
-      return static_cast<PyObject*>(const_cast<void*>(v.ptr));
-    default:
-      return py::to_python(v).release().ptr();
-  }
-}
-
 Grid call_grid(const void* ctx, const Meta& meta) {
   const auto* gc = static_cast<const GridCall*>(ctx);
   const FastKernel& k = *gc->kernel;
@@ -642,12 +599,10 @@ Grid call_grid(const void* ctx, const Meta& meta) {
       if (PyDict_SetItem(bound.ptr(), name, given) != 0) throw pyb::error_already_set();
       continue;
     }
-    PyObject* v = value_object(vals[p]);
-    if (v == nullptr || PyDict_SetItem(bound.ptr(), name, v) != 0) {
-      Py_XDECREF(v);
+    // A value the layers set, or a default.
+    if (PyDict_SetItem(bound.ptr(), name, py::to_python(vals[p]).ptr()) != 0) {
       throw pyb::error_already_set();
     }
-    Py_DECREF(v);
   }
   PyObject* g = PyObject_CallOneArg(gc->fn, bound.ptr());
   if (g == nullptr) throw pyb::error_already_set();
