@@ -663,7 +663,7 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
   for (const Built& x : built) {
     bool found = false;
     for (const bundle::EntryView& e : rb.entries()) {
-      found = found || (e.hash == x.compiled->hash() &&
+      found = found || (e.meta.hash == x.compiled->hash() &&
                         bundle::target_text(e.target) == x.compiled->target());
     }
     if (found) continue;

@@ -2,9 +2,10 @@
 
 // The byte codec of the opaque fields this library writes into bundles (src/bundle/
 // kernel_table.cc: parameter tables and options; src/bundle/decisions.cc: layers and tuning
-// records): little-endian integers, length-prefixed bytes and ArgValues. A Reader that runs
-// out of bytes or meets an unknown tag throws BundleError (kCorrupt) naming the bundle, the
-// kernel and the field.
+// records): little-endian integers, length-prefixed bytes and ArgValues. A value's kind and
+// dtype are stored as the numbers of bundle/enum_codes.h. A Reader that runs out of bytes or
+// meets an unknown tag throws BundleError (kCorrupt) naming the bundle, the kernel and the
+// field.
 
 #include <cstdint>
 #include <cstring>
@@ -14,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "bundle/enum_codes.h"
+#include "core/errors.h"
 #include "core/kernel_state.h"
 #include "triton_embed/error.h"
 
@@ -38,8 +41,8 @@ class Writer {
       u8(kNeedsPython);
       return;
     }
-    u8(static_cast<uint8_t>(v.kind));
-    u8(static_cast<uint8_t>(v.dtype));
+    code(v.kind);
+    code(v.dtype);
     u8(v.big);
     u8(v.flags);
     switch (v.kind) {
@@ -60,6 +63,14 @@ class Writer {
         u64(v.u);
         return;
     }
+  }
+  // An enumerator as the number bundles store for it (bundle/enum_codes.h).
+  template <class E>
+  void code(E v) {
+    const uint8_t c = to_disk(v);
+    TE_ICHECK(c != kNoCode) << "an enumerator with no number in src/bundle/enum_codes.h: "
+                            << static_cast<int>(v);
+    u8(c);
   }
   std::string take() { return std::move(out_); }
 
@@ -103,11 +114,8 @@ class Reader {
     if (depth > kMaxValueDepth) fail("a value nested deeper than 32 tuples or constexprs");
     const uint8_t kind = u8();
     if (kind == kNeedsPython) return false;
-    if (kind > static_cast<uint8_t>(ArgKind::kTensorDesc)) fail("unknown value kind");
-    v.kind = static_cast<ArgKind>(kind);
-    const uint8_t dtype = u8();
-    if (dtype > static_cast<uint8_t>(DType::fp64)) fail("an unknown dtype");
-    v.dtype = static_cast<DType>(dtype);
+    if (!from_disk(kind, &v.kind)) fail("unknown value kind");
+    if (!from_disk(u8(), &v.dtype)) fail("an unknown dtype");
     v.big = u8();
     v.flags = u8();
     switch (v.kind) {
@@ -146,6 +154,14 @@ class Reader {
         v.u = u64();
         return true;
     }
+  }
+  // An enumerator stored as bundle/enum_codes.h numbers it; fails naming `what` for a number
+  // it does not name.
+  template <class E>
+  E code(const char* what) {
+    E v{};
+    if (!from_disk(u8(), &v)) fail(what);
+    return v;
   }
   bool done() const noexcept { return pos_ == b_.size(); }
   int32_t i32() { return static_cast<int32_t>(u32()); }

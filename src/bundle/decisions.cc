@@ -234,7 +234,7 @@ void record_decisions(const KernelState& k, uint32_t kernel, Contents& out) {
         std::vector<uint64_t> prefix{static_cast<uint64_t>(li) << 32 | hi,
                                      h.recorded_plan->deps.size()};
         for (const Dep& d : h.recorded_plan->deps) {
-          prefix.push_back(static_cast<uint64_t>(d.param) << 8 | static_cast<uint64_t>(d.aspect));
+          prefix.push_back(static_cast<uint64_t>(d.param) << 8 | to_disk(d.aspect));
         }
         for (const auto& [key, value] : h.recorded) {
           Record rec;
@@ -346,10 +346,11 @@ void decode_heuristics(const ContentsView& c, uint32_t kernel, KernelState& k,
     std::vector<Dep>& deps = hr.deps;
     for (uint64_t i = 0; i < kw[1]; ++i) {
       const uint64_t d = kw[2 + i];
-      if ((d >> 8) >= k.params.size() || (d & 0xFF) > static_cast<uint64_t>(Aspect::kAddress)) {
+      Aspect aspect{};
+      if ((d >> 8) >= k.params.size() || !from_disk(static_cast<uint8_t>(d & 0xFF), &aspect)) {
         corrupt(where, "a heuristic record that reads a parameter the kernel does not have");
       }
-      deps.push_back(Dep{static_cast<uint32_t>(d >> 8), static_cast<Aspect>(d & 0xFF)});
+      deps.push_back(Dep{static_cast<uint32_t>(d >> 8), aspect});
     }
     const size_t nkey = kw.size() - 2 - kw[1];
     if (nkey > kMemoWords) corrupt(where, "a heuristic record with an oversized key");

@@ -167,6 +167,7 @@ class Item {
   void i32(size_t at, int32_t v) { wr32(&b_[at], static_cast<uint32_t>(v)); }
   void u64(size_t at, uint64_t v) { wr64(&b_[at], v); }
   void u8(size_t at, bool v) { b_[at] = v ? 1 : 0; }
+  void raw(size_t at, const void* p, size_t n) { std::memcpy(&b_[at], p, n); }
   void ref(size_t at, Ref r) {
     wr64(&b_[at], r.offset);
     wr64(&b_[at + 8], r.size);
@@ -192,11 +193,65 @@ Range add_words(std::string& words, const std::vector<uint64_t>& w) {
   return r;
 }
 
-// ---- the layout of each fixed-size item ---------------------------------------------------
+// ---- the layout of the header, the section table and each fixed-size item -----------------
 //
-// Each item's fields with their byte offsets and how they are stored, once: serialize writes
-// an item by visiting them with an Encoder, the Parser reads it by visiting them with a
-// Decoder. (const items are written, mutable ones read.)
+// Each one's fields with their byte offsets and how they are stored, once: serialize writes
+// them by visiting them with an Encoder, the Parser reads them by visiting them with a
+// Decoder. (const items are written, mutable ones read.) The magic (bytes 0..7) is the only
+// header field written and read as it is.
+
+// The header's fixed fields (the producer's refs are producer_layout's).
+struct Header {
+  uint32_t version = kFormatVersion;
+  uint32_t byte_order = kByteOrderMark;
+  uint64_t file_size = 0;
+  uint32_t header_size = kHeaderSize;
+  uint32_t section_count = kSectionCount;
+  uint32_t entry_size = kSectionEntrySize;  // of the section table
+  uint32_t table_crc = 0;
+  uint32_t flags = 0;
+  uint32_t crc = 0;  // of bytes 0..kHeaderCrcAt-1
+};
+
+template <class H, class V>
+void header_layout(H& h, V& v) {
+  v.u32(8, h.version);
+  v.u32(12, h.byte_order);
+  v.u64(16, h.file_size);
+  v.u32(24, h.header_size);
+  v.u32(28, h.section_count);
+  v.u32(32, h.entry_size);
+  v.u32(36, h.table_crc);
+  v.u32(40, h.flags);
+  v.u32(kHeaderCrcAt, h.crc);
+}
+
+template <class P, class V>
+void producer_layout(P& p, V& v) {
+  v.str(48, p.library_version, "library version");
+  v.str(64, p.triton_version, "Triton version");
+  v.str(80, p.note, "note");
+}
+
+// One entry of the section table.
+struct TableEntry {
+  uint32_t kind = 0;
+  uint32_t item_size = 0;
+  uint64_t offset = 0;  // in the file
+  uint64_t extent = 0;  // bytes, with the padding after the content
+  uint64_t count = 0;   // items
+  uint32_t crc = 0;     // of the extent
+};
+
+template <class T, class V>
+void table_entry_layout(T& t, V& v) {
+  v.u32(0, t.kind);
+  v.u32(4, t.item_size);
+  v.u64(8, t.offset);
+  v.u64(16, t.extent);
+  v.u64(24, t.count);
+  v.u32(32, t.crc);
+}
 
 template <class K, class V>
 void kernel_layout(K& k, V& v) {
@@ -213,27 +268,27 @@ void entry_layout(E& e, V& v) {
   v.kernel(0, e.kernel, "kernel");
   v.u32(4, e.target);
   v.str(8, e.options, "options");
-  v.str(24, e.hash, "hash");
-  v.str(40, e.fn_name, "function name");
-  v.str(56, e.signature, "signature");
+  v.str(24, e.meta.hash, "hash");
+  v.str(40, e.meta.name, "function name");
+  v.str(56, e.meta.signature, "signature");
   v.words(72, e.key_words, "key");
   v.tma(88, e.tma);  // first record and count
-  v.blob(104, e.cubin, "cubin");
-  v.blob(120, e.ptx, "ptx");
-  v.i32(136, e.num_warps);
-  v.i32(140, e.num_ctas);
-  v.i32(144, e.num_stages);
-  v.i32(148, e.shared);
-  v.i32(152, e.num_kernel_params);
+  v.blob(104, e.meta.cubin, "cubin");
+  v.blob(120, e.meta.ptx, "ptx");
+  v.i32(136, e.meta.num_warps);
+  v.i32(140, e.meta.num_ctas);
+  v.i32(144, e.meta.num_stages);
+  v.i32(148, e.meta.shared);
+  v.i32(152, e.meta.num_kernel_params);
   v.i32(156, e.num_runtime_params);
   v.i32(160, e.triton_version);
   for (int d = 0; d < 3; ++d) v.i32(164 + 4 * d, e.cluster_dims[d]);
-  v.u64(176, e.global_scratch_size);
-  v.u64(184, e.global_scratch_align);
-  v.u64(192, e.profile_scratch_size);
-  v.u64(200, e.profile_scratch_align);
-  v.flag(208, e.launch_cooperative_grid, "launch_cooperative_grid");
-  v.flag(209, e.launch_pdl, "launch_pdl");
+  v.u64(176, e.meta.global_scratch_size);
+  v.u64(184, e.meta.global_scratch_align);
+  v.u64(192, e.meta.profile_scratch_size);
+  v.u64(200, e.meta.profile_scratch_align);
+  v.flag(208, e.meta.launch_cooperative_grid, "launch_cooperative_grid");
+  v.flag(209, e.meta.launch_pdl, "launch_pdl");
   v.flag(210, e.oversized_shared_mode, "oversized_shared_mode");
 }
 
@@ -314,43 +369,11 @@ uint32_t crc32(const void* data, size_t size) {
 }
 
 KernelMetadata metadata(const EntryView& e, bool with_cubin) {
+  BasicKernelMetadata<std::string_view> from = e.meta;
+  if (!with_cubin) from.cubin = {};
   KernelMetadata m;
-  m.hash = std::string(e.hash);
-  m.name = std::string(e.fn_name);
-  m.signature = std::string(e.signature);
-  if (with_cubin) m.cubin = std::string(e.cubin);
-  m.ptx = std::string(e.ptx);
-  m.num_warps = e.num_warps;
-  m.num_ctas = e.num_ctas;
-  m.num_stages = e.num_stages;
-  m.shared = e.shared;
-  m.num_kernel_params = e.num_kernel_params;
-  m.global_scratch_size = e.global_scratch_size;
-  m.global_scratch_align = e.global_scratch_align;
-  m.profile_scratch_size = e.profile_scratch_size;
-  m.profile_scratch_align = e.profile_scratch_align;
-  m.launch_cooperative_grid = e.launch_cooperative_grid;
-  m.launch_pdl = e.launch_pdl;
+  metadata_fields(m, from, [](const char*, auto& to, const auto& v) { to = v; });
   return m;
-}
-
-void set_metadata(Entry& e, const KernelMetadata& m) {
-  e.hash = m.hash;
-  e.fn_name = m.name;
-  e.signature = m.signature;
-  e.cubin = m.cubin;
-  e.ptx = m.ptx;
-  e.num_warps = m.num_warps;
-  e.num_ctas = m.num_ctas;
-  e.num_stages = m.num_stages;
-  e.shared = m.shared;
-  e.num_kernel_params = m.num_kernel_params;
-  e.global_scratch_size = m.global_scratch_size;
-  e.global_scratch_align = m.global_scratch_align;
-  e.profile_scratch_size = m.profile_scratch_size;
-  e.profile_scratch_align = m.profile_scratch_align;
-  e.launch_cooperative_grid = m.launch_cooperative_grid;
-  e.launch_pdl = m.launch_pdl;
 }
 
 const char* library_version() { return TRITON_EMBED_VERSION_STRING; }
@@ -401,9 +424,11 @@ std::string serialize(const Contents& c) {
     record_layout(r, e);
     records += it.bytes();
   }
-  const Ref lib = strings.add(c.producer.library_version);
-  const Ref triton = strings.add(c.producer.triton_version);
-  const Ref note = strings.add(c.producer.note);
+  // The header: the producer's strings go into the pool after the items' (the same contents
+  // give the same bytes); its other fields once the sections are laid out.
+  Item header(kHeaderSize);
+  Encoder he(header, strings, blobs, words, tma);
+  producer_layout(c.producer, he);
 
   // Sections tile the file: each extent runs to where the next section starts (8-aligned,
   // the blobs 256-aligned); the last ends the file.
@@ -420,32 +445,29 @@ std::string serialize(const Contents& c) {
   }
   std::string out(at, '\0');
   char* p = &out[0];
-  std::memcpy(p, kMagic, 8);
-  wr32(p + 8, kFormatVersion);
-  wr32(p + 12, kByteOrderMark);
-  wr64(p + 16, out.size());
-  wr32(p + 24, kHeaderSize);
-  wr32(p + 28, kSectionCount);
-  wr32(p + 32, kSectionEntrySize);
-  wr64(p + 48, lib.offset);
-  wr64(p + 56, lib.size);
-  wr64(p + 64, triton.offset);
-  wr64(p + 72, triton.size);
-  wr64(p + 80, note.offset);
-  wr64(p + 88, note.size);
   for (uint32_t i = 0; i < kSectionCount; ++i) {
     const uint32_t kind = i + 1;
     if (!body[i]->empty()) std::memcpy(p + offset[i], body[i]->data(), body[i]->size());
-    char* t = p + kHeaderSize + i * kSectionEntrySize;
-    wr32(t, kind);
-    wr32(t + 4, kItemSize[kind]);
-    wr64(t + 8, offset[i]);
-    wr64(t + 16, extent[i]);
-    wr64(t + 24, body[i]->size() / kItemSize[kind]);
-    wr32(t + 32, crc32(p + offset[i], extent[i]));
+    TableEntry t;
+    t.kind = kind;
+    t.item_size = static_cast<uint32_t>(kItemSize[kind]);
+    t.offset = offset[i];
+    t.extent = extent[i];
+    t.count = body[i]->size() / kItemSize[kind];
+    t.crc = crc32(p + offset[i], extent[i]);
+    Item it(kSectionEntrySize);
+    Encoder e(it, strings, blobs, words, tma);
+    table_entry_layout(t, e);
+    std::memcpy(p + kHeaderSize + i * kSectionEntrySize, it.bytes().data(), kSectionEntrySize);
   }
-  wr32(p + 36, crc32(p + kHeaderSize, kTableEnd - kHeaderSize));
-  wr32(p + kHeaderCrcAt, crc32(p, kHeaderCrcAt));
+  Header h;
+  h.file_size = out.size();
+  h.table_crc = crc32(p + kHeaderSize, kTableEnd - kHeaderSize);
+  header.raw(0, kMagic, sizeof kMagic);
+  header_layout(h, he);
+  h.crc = crc32(header.bytes().data(), kHeaderCrcAt);
+  header_layout(h, he);
+  std::memcpy(p, header.bytes().data(), kHeaderSize);
   return out;
 }
 
@@ -551,25 +573,29 @@ class Parser {
                                               ", less than the 128-byte header") +
                                    kCutShort);
     }
-    const uint32_t bom = rd32(p_ + 12);
-    if (bom == kByteOrderSwapped) {
+    Header h;
+    Decoder hd{*this, p_, "header", 0};
+    header_layout(h, hd);
+    if (h.byte_order == kByteOrderSwapped) {
       fail(Reason::kForeign,
            "its byte-order mark says big-endian; this library reads little-endian bundles "
            "only: write the bundle with triton_embed on a little-endian machine");
     }
-    if (bom != kByteOrderMark) corrupt("byte-order mark " + hex32(bom) + ", expected 0x01020304");
-    version_ = rd32(p_ + 8);
+    if (h.byte_order != kByteOrderMark) {
+      corrupt("byte-order mark " + hex32(h.byte_order) + ", expected 0x01020304");
+    }
+    version_ = h.version;
     if (version_ > kFormatVersion) {
       fail(Reason::kTooNew, "format version " + std::to_string(version_) +
                                 ", this library reads versions up to " +
                                 std::to_string(kFormatVersion) + ": upgrade triton_embed");
     }
     if (version_ == 0) corrupt("format version 0 (versions start at 1)");
-    const uint32_t want = rd32(p_ + kHeaderCrcAt), got = crc32(p_, kHeaderCrcAt);
-    if (want != got) {
-      corrupt("the header's CRC-32 is " + hex32(want) + ", its bytes give " + hex32(got));
+    const uint32_t got = crc32(p_, kHeaderCrcAt);
+    if (h.crc != got) {
+      corrupt("the header's CRC-32 is " + hex32(h.crc) + ", its bytes give " + hex32(got));
     }
-    const uint64_t declared = rd64(p_ + 16);
+    const uint64_t declared = h.file_size;
     if (declared > n_) {
       fail(Reason::kTruncated, "the header says " + std::to_string(declared) +
                                    " bytes, the file has " + std::to_string(n_) + kCutShort);
@@ -578,38 +604,42 @@ class Parser {
       corrupt("the header says " + std::to_string(declared) + " bytes, the file has " +
               std::to_string(n_) + " (data after its end)");
     }
-    if (rd32(p_ + 24) != kHeaderSize || rd32(p_ + 28) != kSectionCount ||
-        rd32(p_ + 32) != kSectionEntrySize || rd32(p_ + 40) != 0) {
-      corrupt("header size " + std::to_string(rd32(p_ + 24)) + ", " +
-              std::to_string(rd32(p_ + 28)) + " sections of " + std::to_string(rd32(p_ + 32)) +
-              " bytes, flags " + hex32(rd32(p_ + 40)) +
+    if (h.header_size != kHeaderSize || h.section_count != kSectionCount ||
+        h.entry_size != kSectionEntrySize || h.flags != 0) {
+      corrupt("header size " + std::to_string(h.header_size) + ", " +
+              std::to_string(h.section_count) + " sections of " + std::to_string(h.entry_size) +
+              " bytes, flags " + hex32(h.flags) +
               "; format version 1 has 128, 7 sections of 40 bytes, flags 0");
     }
     if (n_ < kTableEnd) {
       corrupt("the file (" + std::to_string(n_) + " bytes) ends inside the section table");
     }
-    const uint32_t twant = rd32(p_ + 36), tgot = crc32(p_ + kHeaderSize, kTableEnd - kHeaderSize);
-    if (twant != tgot) {
-      corrupt("the section table's CRC-32 is " + hex32(twant) + ", its bytes give " + hex32(tgot));
+    const uint32_t tgot = crc32(p_ + kHeaderSize, kTableEnd - kHeaderSize);
+    if (h.table_crc != tgot) {
+      corrupt("the section table's CRC-32 is " + hex32(h.table_crc) + ", its bytes give " +
+              hex32(tgot));
     }
   }
 
   void check_sections() {
     uint64_t at = kTableEnd;
     for (uint32_t i = 0; i < kSectionCount; ++i) {
-      const char* t = p_ + kHeaderSize + i * kSectionEntrySize;
+      TableEntry t;
+      Decoder d{*this, p_ + kHeaderSize + i * kSectionEntrySize, "section", i};
+      table_entry_layout(t, d);
       const uint32_t kind = i + 1;
       const std::string what = "section #" + std::to_string(i);
-      if (rd32(t) != kind || rd32(t + 4) != kItemSize[kind]) {
-        corrupt(what + " has kind " + std::to_string(rd32(t)) + " and items of " +
-                std::to_string(rd32(t + 4)) + " bytes; expected kind " + std::to_string(kind) +
+      if (t.kind != kind || t.item_size != kItemSize[kind]) {
+        corrupt(what + " has kind " + std::to_string(t.kind) + " and items of " +
+                std::to_string(t.item_size) + " bytes; expected kind " + std::to_string(kind) +
                 " (" + kSectionName[kind] + ") with items of " + std::to_string(kItemSize[kind]) +
                 " bytes");
       }
       Section& s = sec_[kind];
-      s.offset = rd64(t + 8);
-      s.extent = rd64(t + 16);
-      s.count = rd64(t + 24);
+      s.offset = t.offset;
+      s.extent = t.extent;
+      s.count = t.count;
+      s.crc = t.crc;
       const std::string name = std::string("section '") + kSectionName[kind] + "'";
       const uint64_t align = kind == kBlobs ? kBlobAlign : 8;
       if (s.offset != at || s.offset % align != 0 || s.extent > n_ - s.offset) {
@@ -630,8 +660,7 @@ class Parser {
     }
     for (uint32_t kind = 1; kind <= kSectionCount; ++kind) {
       const Section& s = sec_[kind];
-      const uint32_t want = rd32(p_ + kHeaderSize + (kind - 1) * kSectionEntrySize + 32);
-      const uint32_t got = crc32(p_ + s.offset, s.extent);
+      const uint32_t want = s.crc, got = crc32(p_ + s.offset, s.extent);
       if (want != got) {
         corrupt(std::string("section '") + kSectionName[kind] + "' (bytes " +
                 std::to_string(s.offset) + ".." + std::to_string(s.offset + s.extent) +
@@ -703,9 +732,8 @@ class Parser {
   }
 
   void read_contents(ContentsView* out) {
-    out->producer.library_version = str(p_ + 48, {"header", 0, "library version"});
-    out->producer.triton_version = str(p_ + 64, {"header", 0, "Triton version"});
-    out->producer.note = str(p_ + 80, {"header", 0, "note"});
+    Decoder hd{*this, p_, "header", 0};
+    producer_layout(out->producer, hd);
 
     const Section& ks = sec_[kKernels];
     out->kernels.resize(ks.count);
@@ -782,6 +810,7 @@ class Parser {
 
   struct Section {
     uint64_t offset = 0, extent = 0, count = 0;
+    uint32_t crc = 0;
   };
 
   const std::string& name_;
@@ -891,27 +920,7 @@ Entry own(const EntryView& v) {
   e.target = v.target;
   e.options = own(v.options);
   e.key_words = v.key_words;
-  e.hash = own(v.hash);
-  e.fn_name = own(v.fn_name);
-  e.signature = own(v.signature);
-  e.num_warps = v.num_warps;
-  e.num_ctas = v.num_ctas;
-  e.num_stages = v.num_stages;
-  e.shared = v.shared;
-  e.num_kernel_params = v.num_kernel_params;
-  e.num_runtime_params = v.num_runtime_params;
-  e.triton_version = v.triton_version;
-  std::copy(std::begin(v.cluster_dims), std::end(v.cluster_dims), e.cluster_dims);
-  e.global_scratch_size = v.global_scratch_size;
-  e.global_scratch_align = v.global_scratch_align;
-  e.profile_scratch_size = v.profile_scratch_size;
-  e.profile_scratch_align = v.profile_scratch_align;
-  e.launch_cooperative_grid = v.launch_cooperative_grid;
-  e.launch_pdl = v.launch_pdl;
-  e.oversized_shared_mode = v.oversized_shared_mode;
-  e.tma = v.tma;
-  e.cubin = own(v.cubin);
-  e.ptx = own(v.ptx);
+  entry_fields(e, v, [](const char*, auto& to, const auto& from) { to = from; });
   return e;
 }
 
@@ -928,35 +937,11 @@ const char* difference(const KernelView& a, const KernelView& b) {
 // The first field in which two entries of one identity differ (the kernel index aside, which
 // the caller has mapped), or nullptr.
 const char* difference(const EntryView& a, const EntryView& b) {
-  if (a.hash != b.hash) return "hash";
-  if (a.cubin != b.cubin) return "cubin";
-  if (a.ptx != b.ptx) return "ptx";
-  if (a.fn_name != b.fn_name) return "function name";
-  if (a.signature != b.signature) return "signature";
-  if (a.num_warps != b.num_warps) return "num_warps";
-  if (a.num_ctas != b.num_ctas) return "num_ctas";
-  if (a.num_stages != b.num_stages) return "num_stages";
-  if (a.shared != b.shared) return "shared memory size";
-  if (a.num_kernel_params != b.num_kernel_params) return "num_kernel_params";
-  if (a.num_runtime_params != b.num_runtime_params) return "num_runtime_params";
-  if (a.triton_version != b.triton_version) return "Triton version";
-  if (!std::equal(std::begin(a.cluster_dims), std::end(a.cluster_dims),
-                  std::begin(b.cluster_dims))) {
-    return "cluster dims";
-  }
-  if (a.global_scratch_size != b.global_scratch_size ||
-      a.global_scratch_align != b.global_scratch_align) {
-    return "global scratch";
-  }
-  if (a.profile_scratch_size != b.profile_scratch_size ||
-      a.profile_scratch_align != b.profile_scratch_align) {
-    return "profile scratch";
-  }
-  if (a.launch_cooperative_grid != b.launch_cooperative_grid) return "launch_cooperative_grid";
-  if (a.launch_pdl != b.launch_pdl) return "launch_pdl";
-  if (a.oversized_shared_mode != b.oversized_shared_mode) return "oversized_shared_mode";
-  if (a.tma != b.tma) return "TMA metadata";
-  return nullptr;
+  const char* field = nullptr;
+  entry_fields(a, b, [&](const char* name, const auto& x, const auto& y) {
+    if (field == nullptr && x != y) field = name;
+  });
+  return field;
 }
 
 std::string kernel_text(const KernelView& k) {
@@ -1039,7 +1024,8 @@ Contents merge(const std::vector<const Bundle*>& bundles) {
       if (const char* d = difference(first, e)) {
         std::string field = d;
         if (field == "hash") {
-          field += " (" + std::string(e.hash) + " here, " + std::string(first.hash) + " there)";
+          field += " (" + std::string(e.meta.hash) + " here, " + std::string(first.meta.hash) +
+                   " there)";
         }
         conflict(*b, *it->second.bundle,
                  "kernel " + kernel_text(b->kernels()[e.kernel]) + ": its entry for " +
@@ -1091,13 +1077,14 @@ std::string describe(const Bundle& b) {
     for (size_t i : by_kernel[k]) {
       const EntryView& e = b.entries()[i];
       os << "  entry #" << i << " " << target_text(e.target) << " "
-         << quoted(options_for_people(e.options)) << ": hash " << e.hash << ", key "
-         << plural(e.key_words.size(), "word", "words") << ", signature " << quoted(e.signature)
-         << ", cubin " << plural(e.cubin.size(), "byte", "bytes") << ", ";
-      if (e.ptx.empty()) {
+         << quoted(options_for_people(e.options)) << ": hash " << e.meta.hash << ", key "
+         << plural(e.key_words.size(), "word", "words") << ", signature "
+         << quoted(e.meta.signature) << ", cubin " << plural(e.meta.cubin.size(), "byte", "bytes")
+         << ", ";
+      if (e.meta.ptx.empty()) {
         os << "no ptx\n";
       } else {
-        os << "ptx " << plural(e.ptx.size(), "byte", "bytes") << "\n";
+        os << "ptx " << plural(e.meta.ptx.size(), "byte", "bytes") << "\n";
       }
     }
     if (records[k] > 0) os << "  " << plural(records[k], "record", "records") << "\n";

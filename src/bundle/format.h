@@ -57,6 +57,7 @@
 // not as truncated; the version is checked before it because a newer format may lay out its
 // header differently.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -99,41 +100,39 @@ struct BasicKernel {
 };
 
 /*! \brief One compiled kernel: which kernel, for which target, options and cache key, with
- *  the launch metadata Triton records and the cubin. */
+ *  the compiled kernel's metadata (\c meta: its one definition, kernel_metadata.h, the cubin
+ *  included) and what else a launch reads of it. */
 template <class Bytes>
 struct BasicEntry {
   uint32_t kernel = 0;  // index into the kernels
   uint32_t target = 0;  // arch | warp_size << 16, e.g. 90 | 32 << 16
   Bytes options;        // canonical text of the Triton options, "num_warps=4;num_stages=3"
   std::vector<uint64_t> key_words;  // the cache key
-  Bytes hash;                       // Triton's kernel hash
-  Bytes fn_name;                    // the cubin's entry point
-  Bytes signature;                  // the specialised signature, as text
-  int32_t num_warps = 0;
-  int32_t num_ctas = 0;
-  int32_t num_stages = 0;
-  int32_t shared = 0;  // bytes of dynamic shared memory
-  int32_t num_kernel_params = 0;
+  BasicKernelMetadata<Bytes> meta;  // hash, entry point, signature, cubin, ptx, launch metadata
   int32_t num_runtime_params = 0;
   int32_t triton_version = 0;  // major * 100 + minor
-  int32_t cluster_dims[3] = {};
-  uint64_t global_scratch_size = 0;
-  uint64_t global_scratch_align = 0;
-  uint64_t profile_scratch_size = 0;
-  uint64_t profile_scratch_align = 0;
-  bool launch_cooperative_grid = false;
-  bool launch_pdl = false;
+  std::array<int32_t, 3> cluster_dims = {};
   bool oversized_shared_mode = false;
   std::vector<TmaMeta> tma;  // one per tensor-descriptor leaf, in order
-  Bytes cubin;
-  Bytes ptx;  // empty unless kept
 };
 
-/*! \brief A compiled kernel's metadata (triton_embed/detail/kernel_metadata.h) from a bundle
- *  entry (its cubin only \c with_cubin: left out, the driver compiles the PTX), and an entry's
- *  metadata fields set from one. */
-KernelMetadata metadata(const BasicEntry<std::string_view>& e, bool with_cubin);
-void set_metadata(BasicEntry<std::string>& e, const KernelMetadata& m);
+/*! \brief Calls f(name, a.field, b.field) for every field of two entries but their identity
+ *  (kernel, target, options, key words), once each, in the order merge compares them: the
+ *  metadata's (metadata_fields), then the entry's own. What Bundle::contents() copies and
+ *  merge() compares. */
+template <class A, class B, class F>
+void entry_fields(A& a, B& b, F&& f) {
+  metadata_fields(a.meta, b.meta, f);
+  f("num_runtime_params", a.num_runtime_params, b.num_runtime_params);
+  f("Triton version", a.triton_version, b.triton_version);
+  f("cluster dims", a.cluster_dims, b.cluster_dims);
+  f("oversized_shared_mode", a.oversized_shared_mode, b.oversized_shared_mode);
+  f("TMA metadata", a.tma, b.tma);
+}
+
+/*! \brief A compiled kernel's metadata from a bundle entry, owned (its cubin only
+ *  \c with_cubin: left out, the driver compiles the PTX). */
+TRITON_EMBED_API KernelMetadata metadata(const BasicEntry<std::string_view>& e, bool with_cubin);
 
 /*! \brief A tuning decision or a heuristic's result for one kernel and key; \c kind and
  *  \c payload are the integration's. */

@@ -34,10 +34,9 @@ std::string encode_params(const KernelState& k) {
                               p.has_default << 4));
     w.bytes(p.annotation);
     w.bytes(p.default_repr);
-    w.u8(static_cast<uint8_t>(s.is_constexpr | s.specialize << 1 | s.align << 2 |
-                              s.is_const << 3));
-    w.u8(static_cast<uint8_t>(s.ann));
-    w.u8(static_cast<uint8_t>(s.ann_dtype));
+    w.u8(static_cast<uint8_t>(s.is_constexpr | s.specialize << 1 | s.align << 2 | s.is_const << 3));
+    w.code(s.ann);
+    w.code(s.ann_dtype);
     if (p.has_default) w.value(k.defaults[i]);
   }
   return w.take();
@@ -47,11 +46,11 @@ void decode_params(std::string_view bytes, KernelState& k, const std::string& wh
   Reader r(bytes, k, where, "parameter table");
   const uint8_t version = r.u8();
   if (version != kParamsVersion) {
-    throw BundleError(where + ": its parameter table is of version " + std::to_string(version) +
-                          ", this library reads version " + std::to_string(kParamsVersion) +
-                          ": rebuild the bundle with this version of triton_embed",
-                      version > kParamsVersion ? BundleError::Reason::kTooNew
-                                               : BundleError::Reason::kCorrupt);
+    throw BundleError(
+        where + ": its parameter table is of version " + std::to_string(version) +
+            ", this library reads version " + std::to_string(kParamsVersion) +
+            ": rebuild the bundle with this version of triton_embed",
+        version > kParamsVersion ? BundleError::Reason::kTooNew : BundleError::Reason::kCorrupt);
   }
   k.triton_version = static_cast<int>(r.u32());
   const uint32_t n = r.u32();
@@ -80,10 +79,8 @@ void decode_params(std::string_view bytes, KernelState& k, const std::string& wh
     s.specialize = sflags & 2;
     s.align = sflags & 4;
     s.is_const = sflags & 8;
-    const uint8_t ann = r.u8();
-    if (ann > static_cast<uint8_t>(AnnKind::kUnsupported)) r.fail("unknown annotation kind");
-    s.ann = static_cast<AnnKind>(ann);
-    s.ann_dtype = static_cast<DType>(r.u8());
+    s.ann = r.code<AnnKind>("unknown annotation kind");
+    s.ann_dtype = r.code<DType>("an unknown annotation dtype");
     ArgValue def{};
     def.kind = ArgKind::kNone;
     // A default only Python holds cannot be filled in here: the parameters up to it must be
@@ -137,9 +134,9 @@ std::string encode_options(const Options& options) {
 
 Options decode_options(std::string_view text, const std::string& where) {
   auto fail = [&](std::string_view line) -> Options {
-    throw BundleError(where + ": damaged options line '" + std::string(line) +
-                          "'; rebuild the bundle",
-                      BundleError::Reason::kCorrupt);
+    throw BundleError(
+        where + ": damaged options line '" + std::string(line) + "'; rebuild the bundle",
+        BundleError::Reason::kCorrupt);
   };
   Options o;
   while (!text.empty()) {

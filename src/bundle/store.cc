@@ -112,24 +112,25 @@ void check_entry(const Bundle& b, const ContentsView& c, size_t index, const Ent
                         " to " + std::to_string(hi) + ")");
     }
   };
-  in("num_warps", ev.num_warps, 1, 1024 / static_cast<int64_t>(warp));
-  in("num_ctas", ev.num_ctas, 1, 16);
-  in("num_stages", ev.num_stages, 0, 64);
-  in("shared memory", ev.shared, 0, 1 << 20);
-  in("num_kernel_params", ev.num_kernel_params, 2, 2 + static_cast<int64_t>(kMaxLeaves) * 23);
-  in("num_runtime_params", ev.num_runtime_params, ev.num_kernel_params - 2,
-     ev.num_kernel_params - 2);
-  if (ev.cluster_dims[0] != ev.num_ctas || ev.cluster_dims[1] != 1 || ev.cluster_dims[2] != 1) {
+  in("num_warps", ev.meta.num_warps, 1, 1024 / static_cast<int64_t>(warp));
+  in("num_ctas", ev.meta.num_ctas, 1, 16);
+  in("num_stages", ev.meta.num_stages, 0, 64);
+  in("shared memory", ev.meta.shared, 0, 1 << 20);
+  in("num_kernel_params", ev.meta.num_kernel_params, 2, 2 + static_cast<int64_t>(kMaxLeaves) * 23);
+  in("num_runtime_params", ev.num_runtime_params, ev.meta.num_kernel_params - 2,
+     ev.meta.num_kernel_params - 2);
+  if (ev.cluster_dims[0] != ev.meta.num_ctas || ev.cluster_dims[1] != 1 ||
+      ev.cluster_dims[2] != 1) {
     refuse(where, "cluster dims (" + std::to_string(ev.cluster_dims[0]) + ", " +
                       std::to_string(ev.cluster_dims[1]) + ", " +
-                      std::to_string(ev.cluster_dims[2]) + ") for " + std::to_string(ev.num_ctas) +
-                      " CTAs");
+                      std::to_string(ev.cluster_dims[2]) + ") for " +
+                      std::to_string(ev.meta.num_ctas) + " CTAs");
   }
   for (const auto& [what, size, align] :
-       {std::tuple<const char*, uint64_t, uint64_t>{"global scratch", ev.global_scratch_size,
-                                                    ev.global_scratch_align},
-        std::tuple<const char*, uint64_t, uint64_t>{"profile scratch", ev.profile_scratch_size,
-                                                    ev.profile_scratch_align}}) {
+       {std::tuple<const char*, uint64_t, uint64_t>{"global scratch", ev.meta.global_scratch_size,
+                                                    ev.meta.global_scratch_align},
+        std::tuple<const char*, uint64_t, uint64_t>{"profile scratch", ev.meta.profile_scratch_size,
+                                                    ev.meta.profile_scratch_align}}) {
     if (size > (uint64_t{1} << 32) || !power_of_two(align) || align > 4096) {
       refuse(where, std::string(what) + " of " + std::to_string(size) + " bytes aligned to " +
                         std::to_string(align));
@@ -139,10 +140,10 @@ void check_entry(const Bundle& b, const ContentsView& c, size_t index, const Ent
     refuse(where, "an oversized shared memory flag Triton " + std::to_string(ev.triton_version) +
                       " does not set so");
   }
-  if (ev.cubin.empty() && ev.ptx.empty()) refuse(where, "neither a cubin nor PTX");
-  if (ev.fn_name.empty() || ev.hash.empty()) refuse(where, "no entry point or hash");
+  if (ev.meta.cubin.empty() && ev.meta.ptx.empty()) refuse(where, "neither a cubin nor PTX");
+  if (ev.meta.name.empty() || ev.meta.hash.empty()) refuse(where, "no entry point or hash");
   decode_options(ev.options, where);
-  const std::vector<int> ranks = descriptor_ranks(ev.signature);
+  const std::vector<int> ranks = descriptor_ranks(ev.meta.signature);
   if (ranks.size() != ev.tma.size()) {
     refuse(where, std::to_string(ev.tma.size()) + " TMA records for the " +
                       std::to_string(ranks.size()) + " tensor descriptors of its signature");
@@ -506,7 +507,8 @@ bool fits_descriptors(const EntryView& ev, const LeafList& leaves) {
 
 // Whether entry ev may serve `target`: its own, or an older plain target's PTX.
 bool serves_target(const EntryView& ev, uint32_t target) {
-  return ev.target == target || (older_or_same_target(ev.target, target) && ptx_serves(ev.ptx));
+  return ev.target == target ||
+         (older_or_same_target(ev.target, target) && ptx_serves(ev.meta.ptx));
 }
 
 // The entry serving a key no bundle holds exactly, with no JIT layer: among the entries of the
@@ -552,7 +554,7 @@ std::unique_ptr<detail::Entry> bundled_entry(const KernelState& k, const Interne
           continue;
         }
         if (ev.target == key.target) return entry_from(ev, key, hash, false);
-        if (older_or_same_target(ev.target, key.target) && ptx_serves(ev.ptx) &&
+        if (older_or_same_target(ev.target, key.target) && ptx_serves(ev.meta.ptx) &&
             (older == nullptr || target_arch(ev.target) > target_arch(older->target))) {
           older = &ev;
           older_bundle = &b;
@@ -595,7 +597,7 @@ std::unique_ptr<detail::Entry> bundled_entry(const KernelState& k, const Interne
       out->one_slots = one_slots(leaves, best.match.ones);
     }
     notice.kernel = full_name(k);
-    notice.served = std::string(ev.signature);
+    notice.served = std::string(ev.meta.signature);
     notice.target = target_str(key.target);
     notice.entry_target = target_str(ev.target);
     notice.bundle = best.b->name();
@@ -672,7 +674,7 @@ std::string nearest(const KernelState& k, const InternedOptions& options, const 
                                  (int64_t{1} << 40) +
                              rank,
                          "  " + target_str(ev.target) + (opts.empty() ? "" : " " + opts) + ": " +
-                             std::string(ev.signature) + " (" + b.name() + ")\n    " +
+                             std::string(ev.meta.signature) + " (" + b.name() + ")\n    " +
                              (why.empty() ? "serves this call with fewer assumptions, but "
                                             "TRITON_EMBED_BUNDLE_STRICT=1 allows exact entries only"
                                           : "does not serve this call: " + why));
@@ -998,7 +1000,7 @@ void record_entries(KernelState& cache_of, uint32_t index, Contents& c, int& tri
     out.target = e.target;
     out.options = encode_options(interned_options_by_id(e.options)->options);
     out.key_words = e.key_words;
-    set_metadata(out, CompiledKernelAccess::metadata(ck));
+    out.meta = CompiledKernelAccess::metadata(ck);
     out.num_runtime_params = static_cast<int32_t>(e.num_runtime_params);
     out.triton_version = e.triton_version;
     out.cluster_dims[0] = ck.num_ctas();

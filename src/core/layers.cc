@@ -196,19 +196,22 @@ void check_against_layers(const KernelState& k, const Frame& f, const ParamMask&
 
 // ---- memo keys --------------------------------------------------------------------------
 
+// A value's tag in the low byte of its first word. Bundles store memo keys (heuristic and
+// tuning records' key words, bundle/decisions.h), so the numbers are the format's: fixed, never
+// reused (dtypes in these keys are DType's numbers, pinned in bundle/enum_codes.h).
 enum : uint64_t {
   kTagAbsent = 1,
-  kTagNone,
-  kTagBool,
-  kTagInt,
-  kTagFloat,
-  kTagPointer,
-  kTagStr,
-  kTagDType,
-  kTagScalar,
-  kTagConstexpr,
-  kTagTuple,
-  kTagJit,
+  kTagNone = 2,
+  kTagBool = 3,
+  kTagInt = 4,
+  kTagFloat = 5,
+  kTagPointer = 6,
+  kTagStr = 7,
+  kTagDType = 8,
+  kTagScalar = 9,
+  kTagConstexpr = 10,
+  kTagTuple = 11,
+  kTagJit = 12,
 };
 
 void encode_value(const ArgValue& v, MemoKey& key) {

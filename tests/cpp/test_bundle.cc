@@ -18,9 +18,14 @@
 #include <iterator>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "bundle/codec.h"
+#include "bundle/enum_codes.h"
 #include "bundle/format.h"
+#include "core/layers.h"
+#include "core/specialize.h"
 #include "triton_embed/error.h"
 
 namespace te = triton_embed;
@@ -88,25 +93,25 @@ tb::Contents sample() {
   e0.target = kSm90;
   e0.options = "num_warps=4;num_stages=3";
   e0.key_words = {1, 2, 0xFFFFFFFFFFFFFFFFull};
-  e0.hash = "9f2c81aa";
-  e0.fn_name = "add_kernel";
-  e0.signature = "*fp32,*fp32,*fp32,i32";
-  e0.num_warps = 4;
-  e0.num_ctas = 1;
-  e0.num_stages = 3;
-  e0.shared = 1024;
-  e0.num_kernel_params = 6;
+  e0.meta.hash = "9f2c81aa";
+  e0.meta.name = "add_kernel";
+  e0.meta.signature = "*fp32,*fp32,*fp32,i32";
+  e0.meta.num_warps = 4;
+  e0.meta.num_ctas = 1;
+  e0.meta.num_stages = 3;
+  e0.meta.shared = 1024;
+  e0.meta.num_kernel_params = 6;
   e0.num_runtime_params = 4;
   e0.triton_version = 308;
   e0.cluster_dims[0] = 1;
   e0.cluster_dims[1] = 1;
   e0.cluster_dims[2] = 1;
-  e0.global_scratch_size = 0;
-  e0.global_scratch_align = 1;
-  e0.profile_scratch_size = 0;
-  e0.profile_scratch_align = 1;
-  e0.cubin = pattern(1000, 1);
-  e0.ptx = "//\n.version 8.7\n.target sm_90a\n";
+  e0.meta.global_scratch_size = 0;
+  e0.meta.global_scratch_align = 1;
+  e0.meta.profile_scratch_size = 0;
+  e0.meta.profile_scratch_align = 1;
+  e0.meta.cubin = pattern(1000, 1);
+  e0.meta.ptx = "//\n.version 8.7\n.target sm_90a\n";
   c.entries.push_back(e0);
 
   tb::Entry e1;
@@ -114,25 +119,25 @@ tb::Contents sample() {
   e1.target = kSm100;
   e1.options = "num_warps=8;num_stages=4;num_ctas=2";
   e1.key_words = {7};
-  e1.hash = "77aa0e";
-  e1.fn_name = "matmul_kernel";
-  e1.signature = "tensordesc<fp16[64, 64]>,i32,i32";
-  e1.num_warps = 8;
-  e1.num_ctas = 2;
-  e1.num_stages = 4;
-  e1.shared = 232448;
-  e1.num_kernel_params = 11;
+  e1.meta.hash = "77aa0e";
+  e1.meta.name = "matmul_kernel";
+  e1.meta.signature = "tensordesc<fp16[64, 64]>,i32,i32";
+  e1.meta.num_warps = 8;
+  e1.meta.num_ctas = 2;
+  e1.meta.num_stages = 4;
+  e1.meta.shared = 232448;
+  e1.meta.num_kernel_params = 11;
   e1.num_runtime_params = 9;
   e1.triton_version = 307;
   e1.cluster_dims[0] = 2;
   e1.cluster_dims[1] = 3;
   e1.cluster_dims[2] = 5;
-  e1.global_scratch_size = 1ull << 33;
-  e1.global_scratch_align = 128;
-  e1.profile_scratch_size = 4096;
-  e1.profile_scratch_align = 64;
-  e1.launch_cooperative_grid = true;
-  e1.launch_pdl = true;
+  e1.meta.global_scratch_size = 1ull << 33;
+  e1.meta.global_scratch_align = 128;
+  e1.meta.profile_scratch_size = 4096;
+  e1.meta.profile_scratch_align = 64;
+  e1.meta.launch_cooperative_grid = true;
+  e1.meta.launch_pdl = true;
   e1.oversized_shared_mode = true;
   triton_embed::detail::TmaMeta t0;
   t0.present = true;
@@ -151,7 +156,7 @@ tb::Contents sample() {
   for (int d = 0; d < 5; ++d) t1.box[d] = 0xFFFFFFF0u + d;
   t1.fp4_padded = true;
   e1.tma = {t0, t1};
-  e1.cubin = pattern(3000, 2);
+  e1.meta.cubin = pattern(3000, 2);
   c.entries.push_back(e1);
 
   tb::Entry e2 = e0;
@@ -159,9 +164,9 @@ tb::Contents sample() {
   e2.target = kSm90Wave64;
   e2.options = "num_warps=2";
   e2.key_words = {};
-  e2.hash = "0c0c";
-  e2.ptx = "";
-  e2.num_warps = -3;        // any int round-trips
+  e2.meta.hash = "0c0c";
+  e2.meta.ptx = "";
+  e2.meta.num_warps = -3;   // any int round-trips
   c.entries.push_back(e2);  // shares e0's cubin
 
   c.records.push_back({1, 1, {7}, "BLOCK_M=128;BLOCK_N=64"});
@@ -178,15 +183,15 @@ tb::Contents small() {
   e.target = kSm90;
   e.options = "num_warps=1";
   e.key_words = {42};
-  e.hash = "ab";
-  e.fn_name = "k";
-  e.cubin = pattern(40, 3);
-  e.ptx = "ptx";
+  e.meta.hash = "ab";
+  e.meta.name = "k";
+  e.meta.cubin = pattern(40, 3);
+  e.meta.ptx = "ptx";
   triton_embed::detail::TmaMeta t;
   t.present = true;
   t.rank = 1;
   e.tma = {t};
-  e.launch_pdl = true;
+  e.meta.launch_pdl = true;
   c.entries.push_back(e);
   c.records.push_back({3, 0, {5, 6}, "x"});
   return c;
@@ -199,23 +204,23 @@ void expect_entry(const A& want, const B& got, size_t i) {
   EXPECT_EQ(got.target, want.target);
   EXPECT_EQ(got.options, want.options);
   EXPECT_EQ(got.key_words, want.key_words);
-  EXPECT_EQ(got.hash, want.hash);
-  EXPECT_EQ(got.fn_name, want.fn_name);
-  EXPECT_EQ(got.signature, want.signature);
-  EXPECT_EQ(got.num_warps, want.num_warps);
-  EXPECT_EQ(got.num_ctas, want.num_ctas);
-  EXPECT_EQ(got.num_stages, want.num_stages);
-  EXPECT_EQ(got.shared, want.shared);
-  EXPECT_EQ(got.num_kernel_params, want.num_kernel_params);
+  EXPECT_EQ(got.meta.hash, want.meta.hash);
+  EXPECT_EQ(got.meta.name, want.meta.name);
+  EXPECT_EQ(got.meta.signature, want.meta.signature);
+  EXPECT_EQ(got.meta.num_warps, want.meta.num_warps);
+  EXPECT_EQ(got.meta.num_ctas, want.meta.num_ctas);
+  EXPECT_EQ(got.meta.num_stages, want.meta.num_stages);
+  EXPECT_EQ(got.meta.shared, want.meta.shared);
+  EXPECT_EQ(got.meta.num_kernel_params, want.meta.num_kernel_params);
   EXPECT_EQ(got.num_runtime_params, want.num_runtime_params);
   EXPECT_EQ(got.triton_version, want.triton_version);
   for (int d = 0; d < 3; ++d) EXPECT_EQ(got.cluster_dims[d], want.cluster_dims[d]) << d;
-  EXPECT_EQ(got.global_scratch_size, want.global_scratch_size);
-  EXPECT_EQ(got.global_scratch_align, want.global_scratch_align);
-  EXPECT_EQ(got.profile_scratch_size, want.profile_scratch_size);
-  EXPECT_EQ(got.profile_scratch_align, want.profile_scratch_align);
-  EXPECT_EQ(got.launch_cooperative_grid, want.launch_cooperative_grid);
-  EXPECT_EQ(got.launch_pdl, want.launch_pdl);
+  EXPECT_EQ(got.meta.global_scratch_size, want.meta.global_scratch_size);
+  EXPECT_EQ(got.meta.global_scratch_align, want.meta.global_scratch_align);
+  EXPECT_EQ(got.meta.profile_scratch_size, want.meta.profile_scratch_size);
+  EXPECT_EQ(got.meta.profile_scratch_align, want.meta.profile_scratch_align);
+  EXPECT_EQ(got.meta.launch_cooperative_grid, want.meta.launch_cooperative_grid);
+  EXPECT_EQ(got.meta.launch_pdl, want.meta.launch_pdl);
   EXPECT_EQ(got.oversized_shared_mode, want.oversized_shared_mode);
   ASSERT_EQ(got.tma.size(), want.tma.size());
   for (size_t j = 0; j < want.tma.size(); ++j) {
@@ -228,8 +233,8 @@ void expect_entry(const A& want, const B& got, size_t i) {
     for (int d = 0; d < 5; ++d) EXPECT_EQ(g.box[d], w.box[d]) << j << " " << d;
     EXPECT_EQ(g.fp4_padded, w.fp4_padded) << j;
   }
-  EXPECT_EQ(got.cubin, want.cubin);
-  EXPECT_EQ(got.ptx, want.ptx);
+  EXPECT_EQ(got.meta.cubin, want.meta.cubin);
+  EXPECT_EQ(got.meta.ptx, want.meta.ptx);
 }
 
 template <class A, class B>
@@ -366,7 +371,7 @@ TEST(Bundle, CubinsAreViewsIntoTheMappingAlignedTo256) {
   const char* hi = b.data() + b.size();
   int blobs = 0;
   for (const tb::EntryView& e : b.entries()) {
-    for (std::string_view blob : {e.cubin, e.ptx}) {
+    for (std::string_view blob : {e.meta.cubin, e.meta.ptx}) {
       if (blob.empty()) continue;
       ++blobs;
       EXPECT_GE(blob.data(), lo);
@@ -376,7 +381,7 @@ TEST(Bundle, CubinsAreViewsIntoTheMappingAlignedTo256) {
   }
   EXPECT_EQ(blobs, 4);
   // Entries 0 and 2 have one cubin: stored once.
-  EXPECT_EQ(b.entries()[0].cubin.data(), b.entries()[2].cubin.data());
+  EXPECT_EQ(b.entries()[0].meta.cubin.data(), b.entries()[2].meta.cubin.data());
   // Strings are views too.
   EXPECT_GE(b.kernels()[0].module.data(), lo);
   EXPECT_LT(b.kernels()[0].module.data(), hi);
@@ -386,9 +391,9 @@ TEST(Bundle, MovingKeepsTheViews) {
   const std::string bytes = tb::serialize(sample());
   tb::Bundle a = tb::Bundle::from_memory(bytes.data(), bytes.size(), "embedded:sample");
   EXPECT_EQ(a.data(), bytes.data());  // not copied
-  const std::string_view cubin = a.entries()[1].cubin;
+  const std::string_view cubin = a.entries()[1].meta.cubin;
   tb::Bundle b = std::move(a);
-  EXPECT_EQ(b.entries()[1].cubin.data(), cubin.data());
+  EXPECT_EQ(b.entries()[1].meta.cubin.data(), cubin.data());
   EXPECT_EQ(b.name(), "embedded:sample");
   EXPECT_EQ(a.size(), 0u);  // NOLINT(bugprone-use-after-move): moved-from is empty
   EXPECT_TRUE(a.entries().empty());
@@ -396,7 +401,7 @@ TEST(Bundle, MovingKeepsTheViews) {
   tb::write_file(small(), dir / "m.teb");
   b = tb::Bundle::open(dir / "m.teb");  // the old one's views go, the mapping stays owned
   EXPECT_EQ(b.entries().size(), 1u);
-  EXPECT_EQ(b.entries()[0].cubin, pattern(40, 3));
+  EXPECT_EQ(b.entries()[0].meta.cubin, pattern(40, 3));
 }
 
 TEST(Bundle, EmptyBundle) {
@@ -763,7 +768,7 @@ struct MergeInputs {
                   s.kernels[1]};
     tb::Entry soft = s.entries[0];
     soft.kernel = 0;
-    soft.hash = "50f7";
+    soft.meta.hash = "50f7";
     tb::Entry mm = s.entries[1];
     mm.kernel = 1;
     cb.entries = {soft, mm, s.entries[2]};
@@ -826,14 +831,14 @@ TEST(Bundle, MergeConflicts) {
       "; merge bundles built from the same kernel sources by the same Triton, or leave one of "
       "them out";
   tb::Contents other = s;
-  other.entries[1].hash = "deadbeef";
+  other.entries[1].meta.hash = "deadbeef";
   EXPECT_EQ(merge_error(s, other),
             "bundle B: conflict: kernel pykernels.matmul.matmul_kernel (source hash d4e5f6): its "
             "entry for cuda:100 options 'num_warps=8;num_stages=4;num_ctas=2' key [0x7] is also "
             "in bundle A, with a different hash (deadbeef here, 77aa0e there)" +
                 advice);
   other = s;
-  other.entries[2].cubin[10] ^= 1;
+  other.entries[2].meta.cubin[10] ^= 1;
   EXPECT_EQ(merge_error(s, other),
             "bundle B: conflict: kernel pykernels.matmul.matmul_kernel (source hash d4e5f6): its "
             "entry for cuda:90:64 options 'num_warps=2' key [] is also in bundle A, with a "
@@ -858,10 +863,35 @@ TEST(Bundle, MergeConflicts) {
             "bundle B: conflict: kernel pykernels.matmul.matmul_kernel (source hash d4e5f6): its "
             "record of kind 1 key [0x7] is also in bundle A, with a different payload" +
                 advice);
+  // Each field of an entry (entry_fields: the metadata's, then the entry's own) is named.
+  const std::vector<std::pair<const char*, std::function<void(tb::Entry&)>>> fields = {
+      {"function name", [](tb::Entry& e) { e.meta.name += "2"; }},
+      {"signature", [](tb::Entry& e) { e.meta.signature += ",i32"; }},
+      {"num_warps", [](tb::Entry& e) { e.meta.num_warps *= 2; }},
+      {"num_stages", [](tb::Entry& e) { ++e.meta.num_stages; }},
+      {"shared memory size", [](tb::Entry& e) { e.meta.shared += 16; }},
+      {"num_kernel_params", [](tb::Entry& e) { ++e.meta.num_kernel_params; }},
+      {"global scratch", [](tb::Entry& e) { e.meta.global_scratch_align *= 2; }},
+      {"profile scratch", [](tb::Entry& e) { e.meta.profile_scratch_size += 8; }},
+      {"launch_cooperative_grid", [](tb::Entry& e) { e.meta.launch_cooperative_grid ^= true; }},
+      {"launch_pdl", [](tb::Entry& e) { e.meta.launch_pdl ^= true; }},
+      {"num_runtime_params", [](tb::Entry& e) { ++e.num_runtime_params; }},
+      {"Triton version", [](tb::Entry& e) { ++e.triton_version; }},
+      {"cluster dims", [](tb::Entry& e) { e.cluster_dims[2] = 7; }},
+      {"oversized_shared_mode", [](tb::Entry& e) { e.oversized_shared_mode ^= true; }},
+  };
+  for (const auto& [name, change] : fields) {
+    other = s;
+    change(other.entries[0]);
+    const std::string why = merge_error(s, other);
+    EXPECT_NE(why.find(std::string("is also in bundle A, with a different ") + name + advice),
+              std::string::npos)
+        << why;
+  }
   // A different source hash is another kernel, not a conflict.
   other = s;
   for (auto& k : other.kernels) k.source_hash += "-v2";
-  for (auto& e : other.entries) e.hash += "-v2";
+  for (auto& e : other.entries) e.meta.hash += "-v2";
   EXPECT_EQ(merge_error(s, other), "merged");
 }
 
@@ -898,6 +928,259 @@ TEST(Bundle, Describe) {
       << text;
 }
 
+TEST(Bundle, EntryMetadataIsTheCompiledKernels) {
+  // An entry holds a compiled kernel's metadata (kernel_metadata.h); metadata() owns a copy.
+  const tb::Contents c = sample();
+  const std::string bytes = tb::serialize(c);
+  const tb::Bundle b = tb::Bundle::from_memory(bytes.data(), bytes.size(), "s.teb");
+  const te::detail::KernelMetadata m = tb::metadata(b.entries()[1], /*with_cubin=*/true);
+  const te::detail::KernelMetadata& want = c.entries[1].meta;
+  te::detail::metadata_fields(
+      m, want, [](const char* name, const auto& got, const auto& w) { EXPECT_EQ(got, w) << name; });
+  EXPECT_EQ(m.name, "matmul_kernel");
+  EXPECT_EQ(m.global_scratch_size, 1ull << 33);
+  EXPECT_TRUE(m.launch_pdl);
+  EXPECT_NE(m.cubin.data(), b.entries()[1].meta.cubin.data());  // owned
+  // Without the cubin (the driver compiles the PTX), the rest is the same.
+  const te::detail::KernelMetadata p = tb::metadata(b.entries()[0], /*with_cubin=*/false);
+  EXPECT_TRUE(p.cubin.empty());
+  EXPECT_EQ(p.ptx, c.entries[0].meta.ptx);
+  EXPECT_EQ(p.hash, "9f2c81aa");
+}
+
+// ---------------------------------------------------------------------------------------
+// The numbers bundles store for the library's enums (bundle/enum_codes.h), and the key words
+// that embed the in-memory ones. Each number here is the format: a test that fails here is a
+// format change (bump the version), not a test to update.
+
+template <class E>
+void expect_codes(const std::vector<std::pair<E, int>>& want) {
+  ASSERT_EQ(std::size(tb::EnumCodes<E>::table), want.size());
+  for (const auto& [value, code] : want) {
+    SCOPED_TRACE(code);
+    EXPECT_EQ(tb::to_disk(value), code);
+    E back{};
+    ASSERT_TRUE(tb::from_disk(static_cast<uint8_t>(code), &back));
+    EXPECT_EQ(back, value);
+  }
+  for (int code = static_cast<int>(want.size()); code < 256; ++code) {
+    E back{};
+    EXPECT_FALSE(tb::from_disk(static_cast<uint8_t>(code), &back)) << code;
+  }
+}
+
+TEST(BundleEnumCodes, NumbersArePinned) {
+  using te::ArgKind;
+  using te::DType;
+  using te::detail::AnnKind;
+  using te::detail::Aspect;
+  using te::detail::LeafKind;
+  using te::detail::SpecKey;
+  expect_codes<ArgKind>({{ArgKind::kNone, 0},
+                         {ArgKind::kBool, 1},
+                         {ArgKind::kInt, 2},
+                         {ArgKind::kFloat, 3},
+                         {ArgKind::kPointer, 4},
+                         {ArgKind::kStr, 5},
+                         {ArgKind::kDType, 6},
+                         {ArgKind::kScalar, 7},
+                         {ArgKind::kConstexpr, 8},
+                         {ArgKind::kTuple, 9},
+                         {ArgKind::kJitFunction, 10},
+                         {ArgKind::kPyObject, 11},
+                         {ArgKind::kTensorDesc, 12}});
+  expect_codes<DType>({{DType::invalid, 0},
+                       {DType::u1, 1},
+                       {DType::i8, 2},
+                       {DType::i16, 3},
+                       {DType::i32, 4},
+                       {DType::i64, 5},
+                       {DType::u8, 6},
+                       {DType::u16, 7},
+                       {DType::u32, 8},
+                       {DType::u64, 9},
+                       {DType::fp8e4nv, 10},
+                       {DType::fp8e5, 11},
+                       {DType::fp8e4b15, 12},
+                       {DType::fp8e4b8, 13},
+                       {DType::fp8e5b16, 14},
+                       {DType::fp16, 15},
+                       {DType::bf16, 16},
+                       {DType::fp32, 17},
+                       {DType::fp64, 18}});
+  expect_codes<AnnKind>({{AnnKind::kNone, 0},
+                         {AnnKind::kScalar, 1},
+                         {AnnKind::kPointer, 2},
+                         {AnnKind::kUnsupported, 3}});
+  expect_codes<Aspect>({{Aspect::kValue, 0}, {Aspect::kDType, 1}, {Aspect::kAddress, 2}});
+  expect_codes<LeafKind>({{LeafKind::kConstexpr, 0},
+                          {LeafKind::kScalar, 1},
+                          {LeafKind::kPointer, 2},
+                          {LeafKind::kTupleBegin, 3},
+                          {LeafKind::kTupleEnd, 4},
+                          {LeafKind::kTensorDesc, 5}});
+  expect_codes<SpecKey>(
+      {{SpecKey::kNone, 0}, {SpecKey::kEmpty, 1}, {SpecKey::kDiv16, 2}, {SpecKey::kOne, 3}});
+  // Expression programs (heuristics' expressions, pre_hooks: core/expr.cc).
+  using Op = te::detail::expr::Op;
+  expect_codes<Op>({{Op::kNone, 0},      {Op::kBool, 1},     {Op::kInt, 2},
+                    {Op::kFloat, 3},     {Op::kStr, 4},      {Op::kDType, 5},
+                    {Op::kArg, 6},       {Op::kArgDType, 7}, {Op::kArgElementSize, 8},
+                    {Op::kArgIsNone, 9}, {Op::kNeg, 10},     {Op::kPos, 11},
+                    {Op::kNot, 12},      {Op::kInvert, 13},  {Op::kAbs, 14},
+                    {Op::kNextPow2, 15}, {Op::kToInt, 16},   {Op::kToFloat, 17},
+                    {Op::kToBool, 18},   {Op::kArgOr, 19},   {Op::kAdd, 20},
+                    {Op::kSub, 21},      {Op::kMul, 22},     {Op::kTrueDiv, 23},
+                    {Op::kFloorDiv, 24}, {Op::kMod, 25},     {Op::kPow, 26},
+                    {Op::kLShift, 27},   {Op::kRShift, 28},  {Op::kBitAnd, 29},
+                    {Op::kBitOr, 30},    {Op::kBitXor, 31},  {Op::kCdiv, 32},
+                    {Op::kMin, 33},      {Op::kMax, 34},     {Op::kEq, 35},
+                    {Op::kNe, 36},       {Op::kLt, 37},      {Op::kLe, 38},
+                    {Op::kGt, 39},       {Op::kGe, 40},      {Op::kIsSame, 41},
+                    {Op::kAnd, 42},      {Op::kOr, 43},      {Op::kIf, 44}});
+  using HookKind = te::detail::expr::HookAction::Kind;
+  expect_codes<HookKind>({{HookKind::kBlockShape, 0}, {HookKind::kZero, 1}});
+}
+
+te::ArgValue value_of(te::ArgKind kind, te::DType dtype = te::DType::invalid) {
+  te::ArgValue v{};
+  v.kind = kind;
+  v.dtype = dtype;
+  return v;
+}
+
+// The bytes the codec writes for a value (codec.h): kind, dtype, big, flags, then the payload.
+TEST(BundleEnumCodes, ValuesAreStoredWithTheFormatsNumbers) {
+  te::ArgValue ptr = value_of(te::ArgKind::kPointer, te::DType::fp16);
+  ptr.u = 0x1122334455667788ull;
+  te::ArgValue dtype = value_of(te::ArgKind::kDType, te::DType::bf16);
+  te::ArgValue str = value_of(te::ArgKind::kStr);
+  str.s = "ab";
+  str.count = 2;
+  const te::ArgValue elems[] = {dtype, str};
+  te::ArgValue tuple = value_of(te::ArgKind::kTuple);
+  tuple.elems = elems;
+  tuple.count = 2;
+  tb::Writer w;
+  w.value(ptr);
+  w.value(tuple);
+  w.value(value_of(te::ArgKind::kPyObject));  // stored as "needs Python"
+  const std::string want(
+      "\x04\x0f\x00\x00\x88\x77\x66\x55\x44\x33\x22\x11"  // pointer
+      "\x09\x00\x00\x00\x02\x00\x00\x00"                  // tuple of 2
+      "\x06\x10\x00\x00"                                  // dtype bf16
+      "\x05\x00\x00\x00\x02\x00\x00\x00"
+      "ab"     // str
+      "\xff",  // needs Python
+      35);
+  const std::string bytes = w.take();
+  EXPECT_EQ(bytes, want);
+
+  // Read back; a number the tables do not name is refused, saying where.
+  te::detail::KernelState k;
+  const std::string where = "bundle b.teb: kernel m.k";
+  tb::Reader r(bytes, k, where, "parameter table");
+  te::ArgValue v;
+  ASSERT_TRUE(r.value(v));
+  EXPECT_EQ(v.kind, te::ArgKind::kPointer);
+  EXPECT_EQ(v.dtype, te::DType::fp16);
+  EXPECT_EQ(v.u, ptr.u);
+  ASSERT_TRUE(r.value(v));
+  ASSERT_EQ(v.kind, te::ArgKind::kTuple);
+  ASSERT_EQ(v.count, 2u);
+  EXPECT_EQ(v.elems[0].dtype, te::DType::bf16);
+  EXPECT_EQ(std::string(v.elems[1].s, v.elems[1].count), "ab");
+  EXPECT_FALSE(r.value(v));
+  EXPECT_TRUE(r.done());
+  auto refusal_of = [&](const std::string& b) {
+    tb::Reader bad(b, k, where, "parameter table");
+    te::ArgValue x;
+    try {
+      bad.value(x);
+    } catch (const te::BundleError& e) {
+      EXPECT_EQ(e.reason(), Reason::kCorrupt);
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refusal_of(std::string("\x0d\x00\x00\x00", 4)),
+            where +
+                ": its parameter table is damaged (unknown value kind at byte 1 of 4); rebuild "
+                "the bundle");
+  EXPECT_EQ(refusal_of(std::string("\x02\x13\x00\x00", 4)),
+            where +
+                ": its parameter table is damaged (an unknown dtype at byte 2 of 4); rebuild "
+                "the bundle");
+  EXPECT_EQ(refusal_of(std::string("\x0b\x00\x00\x00", 4)),
+            where +
+                ": its parameter table is damaged (an object value where only plain data is "
+                "stored at byte 4 of 4); rebuild the bundle");
+}
+
+// An entry's key words are the cache key as build_key writes it (stored as they are): runtime
+// leaves five to a run word, others a word each, constexpr values after them.
+TEST(BundleEnumCodes, CacheKeyWordsArePinned) {
+  te::detail::KernelState k;
+  te::ArgValue block = value_of(te::ArgKind::kInt);
+  block.i = 1024;
+  const te::ArgValue out_dtype = value_of(te::ArgKind::kDType, te::DType::fp16);
+  te::detail::LeafList leaves;
+  auto leaf = [&](te::detail::LeafKind kind, te::DType t, te::detail::SpecKey key,
+                  const te::ArgValue* v) {
+    te::detail::Leaf& l = leaves.leaves[leaves.n++];
+    l = te::detail::Leaf{};
+    l.kind = kind;
+    l.dtype = t;
+    l.key = key;
+    l.value = v;
+  };
+  using te::detail::LeafKind;
+  using te::detail::SpecKey;
+  leaf(LeafKind::kPointer, te::DType::fp32, SpecKey::kDiv16, nullptr);  // *fp32 D
+  leaf(LeafKind::kScalar, te::DType::i32, SpecKey::kEmpty, nullptr);    // i32
+  leaf(LeafKind::kConstexpr, te::DType::invalid, SpecKey::kNone, &block);
+  leaf(LeafKind::kConstexpr, te::DType::invalid, SpecKey::kNone, &out_dtype);
+  te::detail::Key key;
+  te::detail::build_key(k, leaves, key);
+  // Run codes: 1 << 11 | pointer << 10 | const << 9 | spec key << 7 | dtype.
+  const std::vector<uint64_t> want = {
+      uint64_t{1} << 63 | 0x884ull << 12 | 0xD11ull,  // the run: *fp32 D, i32
+      0,
+      2,
+      1024,  // constexpr: kInt, 1024
+      0,
+      0xF06,  // constexpr: kDType fp16
+  };
+  EXPECT_EQ(std::vector<uint64_t>(key.w, key.w + key.n), want);
+}
+
+// A heuristic record's key words end with the memo key (core/layers.cc's tags, numbered there,
+// and DType's numbers).
+TEST(BundleEnumCodes, MemoKeyWordsArePinned) {
+  te::detail::HeuristicPlan plan;
+  plan.deps = {{0, te::detail::Aspect::kValue},
+               {1, te::detail::Aspect::kDType},
+               {2, te::detail::Aspect::kValue},
+               {3, te::detail::Aspect::kValue}};
+  te::detail::Frame f;
+  f.np = 4;
+  f.vals[0] = value_of(te::ArgKind::kInt);
+  f.vals[0].i = 7;
+  f.vals[1] = value_of(te::ArgKind::kPointer, te::DType::fp16);
+  f.vals[2] = value_of(te::ArgKind::kStr);
+  f.vals[2].s = "ab";
+  f.vals[2].count = 2;
+  for (uint32_t p = 0; p < 3; ++p) f.given[p] = te::detail::kPositional;
+  f.given[3] = te::detail::kAbsent;
+  te::detail::MemoKey key;
+  te::detail::heuristic_memo_key(plan, f, key);
+  const std::vector<uint64_t> want = {4,          7,       // int 7
+                                      0x100 | 15,          // a pointer's dtype: fp16
+                                      7 | 2 << 8, 0x6261,  // str 'ab'
+                                      1};                  // absent
+  EXPECT_EQ(std::vector<uint64_t>(key.w, key.w + key.n), want);
+}
+
 // The bundles tests/cmake/bundle_tool.cmake lists and merges.
 int write_samples(const std::string& dir) {
   MergeInputs in;
@@ -907,7 +1190,7 @@ int write_samples(const std::string& dir) {
   corrupt[corrupt.size() - 1] ^= 0x10;  // the last cubin byte
   write_bytes(dir + "/corrupt.teb", corrupt);
   tb::Contents conflict = in.cb;
-  conflict.entries[1].hash = "deadbeef";
+  conflict.entries[1].meta.hash = "deadbeef";
   tb::write_file(conflict, dir + "/conflict.teb");
   return 0;
 }

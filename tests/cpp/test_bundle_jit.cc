@@ -103,19 +103,19 @@ TEST_F(BundleJit, RecordWritesWhatWasCompiled) {
   std::set<std::string> recorded;
   for (const tb::EntryView& e : c.entries) {
     if (static_cast<int>(e.kernel) != ki) continue;
-    const std::string hash(e.hash);
+    const std::string hash(e.meta.hash);
     recorded.insert(hash);
     EXPECT_EQ(e.target, 90u | 32u << 16);
     const auto it = std::find_if(compiled.begin(), compiled.end(),
                                  [&](const auto& kv) { return kv.second->hash() == hash; });
     ASSERT_NE(it, compiled.end()) << hash;
     const te::CompiledKernel& k = *it->second;
-    EXPECT_EQ(e.signature, k.signature());
-    EXPECT_EQ(e.fn_name, k.name());
-    EXPECT_EQ(e.num_warps, k.num_warps());
-    EXPECT_EQ(e.shared, k.shared());
-    EXPECT_EQ(e.num_kernel_params, k.num_kernel_params());
-    EXPECT_EQ(e.cubin, k.cubin());
+    EXPECT_EQ(e.meta.signature, k.signature());
+    EXPECT_EQ(e.meta.name, k.name());
+    EXPECT_EQ(e.meta.num_warps, k.num_warps());
+    EXPECT_EQ(e.meta.shared, k.shared());
+    EXPECT_EQ(e.meta.num_kernel_params, k.num_kernel_params());
+    EXPECT_EQ(e.meta.cubin, k.cubin());
     const te::Options opts = tb::decode_options(e.options, "test");
     EXPECT_EQ(opts, it->first == "num_warps_8" ? te::Options().num_warps(8) : te::Options());
   }
@@ -431,20 +431,20 @@ void expect_entry(const tb::Bundle& aot, const te::JitFunction& f, const te::Com
   const tb::EntryView* found = nullptr;
   for (const tb::EntryView& e : aot.entries()) {
     if (static_cast<int>(e.kernel) == ki && e.target == code_of(ck.target()) &&
-        e.hash == ck.hash()) {
+        e.meta.hash == ck.hash()) {
       found = &e;
     }
   }
   ASSERT_NE(found, nullptr) << "no entry with hash " << ck.hash();
   EXPECT_EQ(found->key_words, key_of(f, ck));
   EXPECT_EQ(tb::decode_options(found->options, "aot"), options);
-  EXPECT_EQ(found->signature, ck.signature());
-  EXPECT_EQ(found->fn_name, ck.name());
-  EXPECT_EQ(found->num_warps, ck.num_warps());
-  EXPECT_EQ(found->num_stages, ck.num_stages());
-  EXPECT_EQ(found->shared, ck.shared());
-  EXPECT_EQ(found->num_kernel_params, ck.num_kernel_params());
-  EXPECT_EQ(found->cubin, ck.cubin());
+  EXPECT_EQ(found->meta.signature, ck.signature());
+  EXPECT_EQ(found->meta.name, ck.name());
+  EXPECT_EQ(found->meta.num_warps, ck.num_warps());
+  EXPECT_EQ(found->meta.num_stages, ck.num_stages());
+  EXPECT_EQ(found->meta.shared, ck.shared());
+  EXPECT_EQ(found->meta.num_kernel_params, ck.num_kernel_params());
+  EXPECT_EQ(found->meta.cubin, ck.cubin());
 }
 
 TEST_F(BundleAot, EveryCallAndTargetIsTheJitsEntry) {
@@ -481,17 +481,17 @@ TEST_F(BundleAot, Cuda90EntriesAreThoseARunRecorded) {
   std::set<std::string> built;
   for (const tb::EntryView& a : aot.entries()) {
     if (static_cast<int>(a.kernel) != ka || a.target != code_of("cuda:90")) continue;
-    built.insert(std::string(a.hash));
+    built.insert(std::string(a.meta.hash));
     const tb::EntryView* r = nullptr;
     for (const tb::EntryView& e : rec.entries()) {
-      if (static_cast<int>(e.kernel) == kr && e.hash == a.hash) r = &e;
+      if (static_cast<int>(e.kernel) == kr && e.meta.hash == a.meta.hash) r = &e;
     }
-    ASSERT_NE(r, nullptr) << a.hash;
+    ASSERT_NE(r, nullptr) << a.meta.hash;
     EXPECT_EQ(a.target, r->target);
     EXPECT_EQ(a.options, r->options);
     EXPECT_EQ(a.key_words, r->key_words);
-    EXPECT_EQ(a.signature, r->signature);
-    EXPECT_EQ(a.cubin, r->cubin);
+    EXPECT_EQ(a.meta.signature, r->meta.signature);
+    EXPECT_EQ(a.meta.cubin, r->meta.cubin);
   }
   EXPECT_EQ(built, expected);
 }
