@@ -10,7 +10,7 @@ BUILD_DIR=/tmp/build ./dev.sh build > "$OUT/build.txt" 2>&1 || { tail -50 "$OUT/
 cd /tmp/build
 ctest --output-on-failure -j4 > "$OUT/ctest.txt" 2>&1
 grep -E "tests passed|\*\*\*|Total Test" "$OUT/ctest.txt"
-ctest -R "${TE_VERBOSE_TESTS:-^(test_tma|bundle_gpu_record|bundle_gpu_replay|test_multi_gpu_same_device|torch_any_reference|torch_any_replay)$}" -V \
+ctest -R "${TE_VERBOSE_TESTS:-^(test_tma|bundle_gpu_record|bundle_gpu_replay|test_multi_gpu_same_device|torch_any_reference|torch_any_replay|pytest_fast)$}" -V \
   > "$OUT/gpu_verbose.txt" 2>&1
 grep -E "^(\S+: )?\[( RUN|       OK|  FAILED|  SKIPPED)" "$OUT/gpu_verbose.txt" | grep -E "FAILED|Memo|OnePass|Replay|Record|Hundred|Reference" | head -40
 TRITON_CACHE_DIR=/tmp/build/triton_cache ./bench/launch_bench host-path-tma 1000000 2>/dev/null | tail -1 | tee "$OUT/host_path_tma.json"
