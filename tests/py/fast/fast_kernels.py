@@ -32,7 +32,8 @@ def heur_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr, EVEN: tl.cons
         tl.store(out_ptr + offs, tl.load(x_ptr + offs) + tl.load(y_ptr + offs))
     else:
         mask = offs < n
-        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+        x = tl.load(x_ptr + offs, mask=mask)
+        tl.store(out_ptr + offs, x + tl.load(y_ptr + offs, mask=mask), mask=mask)
 
 
 @triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=4),

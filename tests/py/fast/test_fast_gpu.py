@@ -67,7 +67,7 @@ def test_unaligned_pointers_and_named_arguments():
 
 def test_heuristics_and_tuples_and_dtypes():
     for n in (100, 4096, 9000):
-        def args():
+        def args(n=n):
             return [data(n, seed=5), data(n, seed=6), torch.empty(n, device="cuda"), n]
         a, b = both(heur_add_kernel, lambda m: (triton.cdiv(m["n"], m["BLOCK"]),), args)
         assert_bitwise(a, b)
