@@ -161,3 +161,24 @@ def test_torch_compile_traces_the_view_as_the_kernel():
 
     x, y = data(n, seed=15), data(n, seed=16)
     assert torch.equal(f(x, y), (x + y) * 2)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_the_tensors_device_not_the_current_one():
+    """Tensors (and descriptors' bases) on cuda:1 launch there while cuda:0 is current."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    n = 3000
+    torch.cuda.set_device(0)
+    x, y = data(n, seed=17).to("cuda:1"), data(n, seed=18).to("cuda:1")
+    out = torch.empty(n, device="cuda:1")
+    triton_embed.jit(add_kernel)[(triton.cdiv(n, 256),)](x, y, out, n, BLOCK=256)
+    src = data((128, 64), torch.float16, 19).to("cuda:1")
+    dst = torch.zeros_like(src)
+    triton_embed.jit(tma_copy_2d)[(2, 1)](TensorDescriptor.from_tensor(src, [64, 64]),
+                                         TensorDescriptor.from_tensor(dst, [64, 64]),
+                                         BLOCK_M=64, BLOCK_N=64)
+    torch.cuda.synchronize(1)
+    assert torch.cuda.current_device() == 0
+    assert torch.equal(out, x + y)
+    assert torch.equal(dst, src)
