@@ -182,3 +182,59 @@ def test_the_tensors_device_not_the_current_one():
     assert torch.cuda.current_device() == 0
     assert torch.equal(out, x + y)
     assert torch.equal(dst, src)
+
+
+def test_pykernels_bitwise():
+    """The project's own kernels (pykernels/) both ways on equal inputs: the autotuned matmul and
+    attention (through their Python wrappers), and the heuristic softmax, layer norm and sum."""
+    import triton.language as tl
+
+    from pykernels import attention as attn_mod
+    from pykernels import matmul as mm_mod
+    from pykernels.norm import norm_fwd_kernel
+    from pykernels.reduce import sum_kernel
+    from pykernels.softmax import softmax_fwd_kernel
+
+    a, b = data((192, 128), torch.float16, 20), data((128, 160), torch.float16, 21)
+    ref = mm_mod.matmul(a, b)
+    got = mm_mod.matmul(a, b, kernel=triton_embed.jit(mm_mod.matmul_kernel))
+    torch.cuda.synchronize()
+    assert torch.equal(ref, got)
+
+    q, k, v = (data((1, 2, 128, 64), torch.float16, s) for s in (22, 23, 24))
+    ref_o, ref_m = attn_mod.attention(q, k, v)
+    original = attn_mod.attn_fwd_kernel
+    attn_mod.attn_fwd_kernel = triton_embed.jit(original)
+    try:
+        got_o, got_m = attn_mod.attention(q, k, v)
+    finally:
+        attn_mod.attn_fwd_kernel = original
+    torch.cuda.synchronize()
+    assert torch.equal(ref_o, got_o) and torch.equal(ref_m, got_m)
+
+    rows, cols, block = 64, 1000, 1024
+    x = data((rows, cols), seed=25)
+
+    def softmax_args():
+        return [x, torch.empty_like(x), cols, cols, cols]
+
+    s1, s2 = both(softmax_fwd_kernel, (rows,), softmax_args, BLOCK=block, COMPUTE=tl.float32)
+    assert torch.equal(s1[1], s2[1])
+
+    def norm_args():
+        y = torch.empty_like(x)
+        w, bias = data(cols, seed=26), data(cols, seed=27)
+        mean = torch.empty(rows, device="cuda")
+        rstd = torch.empty(rows, device="cuda")
+        return [x, y, w, bias, mean, rstd, cols, 1e-5]
+
+    n1, n2 = both(norm_fwd_kernel, (rows,), norm_args, BLOCK=block)
+    assert all(torch.equal(u, w) for u, w in zip(n1[1:2] + n1[4:6], n2[1:2] + n2[4:6]))
+
+    xs = data((4, 300, 96), seed=28)
+
+    def sum_args():
+        return [xs, torch.empty((4, 96), device="cuda"), 300, 96]
+
+    r1, r2 = both(sum_kernel, (4, 2), sum_args, COMPUTE=tl.float32, BLOCK_R=32, BLOCK_I=64)
+    assert torch.equal(r1[1], r2[1])
