@@ -60,8 +60,6 @@ struct Types {
   PyObject* s_block_shape = nullptr;
   PyObject* s_padding = nullptr;
   PyObject* s_tf32 = nullptr;
-  PyObject* s_data_ptr = nullptr;
-  PyObject* s_dtype = nullptr;
   PyObject* s_enter = nullptr;
   PyObject* s_exit = nullptr;
   PyObject* s_calls = nullptr;
@@ -108,8 +106,6 @@ bool init_types() {
                         {&t.s_block_shape, "block_shape"},
                         {&t.s_padding, "padding"},
                         {&t.s_tf32, "round_f32_to_tf32"},
-                        {&t.s_data_ptr, "data_ptr"},
-                        {&t.s_dtype, "dtype"},
                         {&t.s_enter, "launch_enter_hook"},
                         {&t.s_exit, "launch_exit_hook"},
                         {&t.s_calls, "calls"},
@@ -535,7 +531,6 @@ bool convert(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
     out.count = static_cast<uint32_t>(n);
     return true;
   }
-  const PyTypeObject* type = Py_TYPE(o);
   if (PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g_types.descriptor))) {
     return convert_descriptor(o, out, arg, c);
   }
@@ -560,7 +555,6 @@ bool convert(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
     out.elems = inner;
     return true;
   }
-  (void)type;
   // Other objects (data_ptr() objects, JIT functions, ...): Triton's launcher.
   c.unsupported = true;
   return true;
