@@ -32,38 +32,52 @@ CudaError::~CudaError() = default;
 
 namespace triton_embed::detail {
 
+namespace {
+
+// Throws `copy` of the exception being handled, `original`; when that carries a nested
+// exception (a Python exception), `copy` carries `original`, and through it the same.
+template <class E>
+[[noreturn]] void raise(E&& copy, const std::exception& original) {
+  if (dynamic_cast<const std::nested_exception*>(&original) != nullptr) {
+    std::throw_with_nested(std::forward<E>(copy));
+  }
+  throw std::forward<E>(copy);
+}
+
+}  // namespace
+
 void rethrow_copy(const std::exception_ptr& p, std::string_view prefix) {
   const auto msg = [&](const std::exception& e) { return std::string(prefix) + e.what(); };
   try {
     std::rethrow_exception(p);
   } catch (const NoDeviceError& e) {
-    throw NoDeviceError(msg(e), std::string(e.call()), e.code(), std::string(e.name()),
-                        std::string(e.text()));
+    raise(NoDeviceError(msg(e), std::string(e.call()), e.code(), std::string(e.name()),
+                        std::string(e.text())), e);
   } catch (const CudaError& e) {
-    throw CudaError(msg(e), std::string(e.call()), e.code(), std::string(e.name()),
-                    std::string(e.text()));
+    raise(CudaError(msg(e), std::string(e.call()), e.code(), std::string(e.name()),
+                    std::string(e.text())), e);
   } catch (const OverflowError& e) {
-    throw OverflowError(msg(e));
+    raise(OverflowError(msg(e)), e);
   } catch (const TypeError& e) {
-    throw TypeError(msg(e));
+    raise(TypeError(msg(e)), e);
   } catch (const ValueError& e) {
-    throw ValueError(msg(e));
+    raise(ValueError(msg(e)), e);
   } catch (const BundleError& e) {
-    throw BundleError(msg(e), e.reason());
+    raise(BundleError(msg(e), e.reason()), e);
   } catch (const NotInBundleError& e) {
-    throw NotInBundleError(msg(e));
+    raise(NotInBundleError(msg(e)), e);
   } catch (const LookupError& e) {
-    throw LookupError(msg(e));
+    raise(LookupError(msg(e)), e);
   } catch (const CompileError& e) {
-    throw CompileError(msg(e));
+    raise(CompileError(msg(e)), e);
   } catch (const NotSupportedError& e) {
-    throw NotSupportedError(msg(e));
+    raise(NotSupportedError(msg(e)), e);
   } catch (const PythonError& e) {
-    throw PythonError(msg(e));
+    raise(PythonError(msg(e)), e);
   } catch (const OutOfResourcesError& e) {
-    throw OutOfResourcesError(msg(e));
+    raise(OutOfResourcesError(msg(e)), e);
   } catch (const Error& e) {
-    throw Error(msg(e));
+    raise(Error(msg(e)), e);
   }
 }
 

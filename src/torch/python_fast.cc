@@ -51,6 +51,7 @@ struct Types {
   PyObject* jit_function = nullptr;     // triton.runtime.jit.JITFunction
   PyObject* descriptor = nullptr;       // triton.tools.tensor_descriptor.TensorDescriptor
   PyObject* runtime_knobs = nullptr;    // triton.knobs.runtime
+  PyObject* drivers = nullptr;          // triton.runtime.driver (a DriverConfig)
   PyTypeObject* tensor_type = nullptr;  // torch.Tensor
   PyObject* s_value = nullptr;          // interned attribute names
   PyObject* s_name = nullptr;
@@ -64,6 +65,7 @@ struct Types {
   PyObject* s_exit = nullptr;
   PyObject* s_calls = nullptr;
   PyObject* s_pre_run_hooks = nullptr;
+  PyObject* s_active = nullptr;
 };
 Types g_types;
 PyObject* g_knobs_dict = nullptr;  // knobs.runtime's instance __dict__
@@ -81,6 +83,7 @@ bool init_types() {
   if ((t.constexpr_type = import_attr("triton.language", "constexpr")) == nullptr) return false;
   if ((t.dtype_type = import_attr("triton.language", "dtype")) == nullptr) return false;
   if ((t.jit_function = import_attr("triton.runtime.jit", "JITFunction")) == nullptr) return false;
+  if ((t.drivers = import_attr("triton.runtime", "driver")) == nullptr) return false;
   if ((t.descriptor = import_attr("triton.tools.tensor_descriptor", "TensorDescriptor")) ==
       nullptr) {
     return false;
@@ -109,7 +112,8 @@ bool init_types() {
                         {&t.s_enter, "launch_enter_hook"},
                         {&t.s_exit, "launch_exit_hook"},
                         {&t.s_calls, "calls"},
-                        {&t.s_pre_run_hooks, "pre_run_hooks"}};
+                        {&t.s_pre_run_hooks, "pre_run_hooks"},
+                        {&t.s_active, "active"}};
   for (const Name& n : names) {
     if ((*n.slot = PyUnicode_InternFromString(n.text)) == nullptr) return false;
   }
@@ -129,13 +133,44 @@ PyObject* optional_attr(PyObject* obj, PyObject* name) {
 
 // ---- errors -----------------------------------------------------------------------------
 
-// The library's exception as the Python exception of the same kind (set as the current
-// exception); returns nullptr for the caller to return.
+// Sets the Python exception `e` holds as the current one (the same objects: type, value and
+// traceback; callable more than once, unlike error_already_set::restore).
+void set_python_error(const pyb::error_already_set& e) {
+  PyErr_Restore(e.type().inc_ref().ptr(), e.value().inc_ref().ptr(), e.trace().inc_ref().ptr());
+}
+
+// When the library's error `e` carries a Python exception (raised by Python code the kernel
+// sources ran: a heuristic, a tuning run, a pre-hook, Triton's compiler or interpreter; nested
+// in it, or in the error it copies), sets that exception, as Triton's launcher raises it.
+bool set_python_origin(const std::exception& e) {
+  const auto* nested = dynamic_cast<const std::nested_exception*>(&e);
+  if (nested == nullptr || nested->nested_ptr() == nullptr) return false;
+  try {
+    std::rethrow_exception(nested->nested_ptr());
+  } catch (const pyb::error_already_set& p) {
+    set_python_error(p);
+    return true;
+  } catch (const std::exception& inner) {
+    return set_python_origin(inner);
+  } catch (...) {
+  }
+  return false;
+}
+
+// The library's exception as the Python exception of the same kind, or the Python exception it
+// carries (set as the current exception); returns nullptr for the caller to return.
 PyObject* raise_from(const std::exception_ptr& ep) {
   try {
     std::rethrow_exception(ep);
-  } catch (pyb::error_already_set& e) {
-    e.restore();
+  } catch (const pyb::error_already_set& e) {
+    set_python_error(e);
+    return nullptr;
+  } catch (const std::exception& e) {
+    if (set_python_origin(e)) return nullptr;
+  } catch (...) {
+  }
+  try {
+    std::rethrow_exception(ep);
   } catch (const OverflowError& e) {
     PyErr_SetString(PyExc_OverflowError, e.what());
   } catch (const TypeError& e) {
@@ -152,6 +187,35 @@ PyObject* raise_from(const std::exception_ptr& ep) {
     PyErr_SetString(PyExc_RuntimeError, "triton_embed: an unknown C++ exception");
   }
   return nullptr;
+}
+
+// Whether the library refused the call's arguments itself (a bad call, or one it does not
+// serve), not a Python exception it carries: Triton's launcher then raises its own exception
+// for the call (its type and message), or serves it.
+bool refused_call(const std::exception_ptr& ep) {
+  try {
+    std::rethrow_exception(ep);
+  } catch (const std::exception& e) {
+    if (dynamic_cast<const std::nested_exception*>(&e) != nullptr) return false;
+    return dynamic_cast<const TypeError*>(&e) != nullptr ||
+           dynamic_cast<const ValueError*>(&e) != nullptr ||
+           dynamic_cast<const LookupError*>(&e) != nullptr ||
+           dynamic_cast<const NotSupportedError*>(&e) != nullptr;
+  } catch (...) {
+  }
+  return false;
+}
+
+// Whether Triton's launcher can take a call here: its driver is active (not on a machine
+// without a GPU, where Triton launches nothing and the library's own errors stand).
+bool triton_launches() {
+  PyObject* active = PyObject_GetAttr(g_types.drivers, g_types.s_active);
+  if (active == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  Py_DECREF(active);
+  return true;
 }
 
 // ---- FastKernel: the C base of the views -------------------------------------------------
@@ -746,7 +810,12 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
       o = args[npos + kw];
     }
     objects[i] = o;
-    if (!convert(o, c.vals[i], static_cast<uint32_t>(i), c)) return nullptr;
+    if (!convert(o, c.vals[i], static_cast<uint32_t>(i), c)) {
+      // An object this path cannot read: Triton's launcher says what it says of it.
+      if (!triton_launches()) return nullptr;
+      PyErr_Clear();
+      return triton_launch(l, args, nargsf, kwnames);
+    }
     if (c.unsupported) return triton_launch(l, args, nargsf, kwnames);
   }
   GridCall gc{k, l->grid, by_param};
@@ -764,7 +833,12 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
     torch_launch(fn, spec, c.vals, positional ? ncall : npos, names, positional ? 0 : nnamed,
                  c.tensors, c.ntensors, objects);
   } catch (...) {
-    return raise_from(std::current_exception());
+    // A call the library refuses (missing or repeated arguments, an unknown option, a value it
+    // does not take) goes to Triton's launcher, which raises its own exception for it, or
+    // serves it; a Python exception raised on the way is raised as it is.
+    const std::exception_ptr ep = std::current_exception();
+    if (refused_call(ep) && triton_launches()) return triton_launch(l, args, nargsf, kwnames);
+    return raise_from(ep);
   }
   g_fast_calls.fetch_add(1, std::memory_order_relaxed);
   Py_RETURN_NONE;

@@ -76,3 +76,32 @@ def tma_copy_2d(src, dst, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     om = tl.program_id(0) * BLOCK_M
     on = tl.program_id(1) * BLOCK_N
     dst.store([om, on], src.load([om, on]))
+
+
+class HeuristicFailure(Exception):
+    """What failing_heuristic_kernel's heuristic raises (the test checks it gets this object)."""
+
+
+#: The exception object failing_heuristic_kernel's heuristic raises when n is negative.
+heuristic_failure = HeuristicFailure("n must not be negative")
+
+
+def _block_for(args):
+    if args["n"] < 0:
+        raise heuristic_failure
+    return 128
+
+
+@triton.heuristics({"BLOCK": _block_for})
+@triton.jit
+def failing_heuristic_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def uncompilable_kernel(x_ptr, n):
+    """tl.arange of a runtime bound: Triton's compiler refuses it."""
+    offs = tl.arange(0, n)
+    tl.store(x_ptr + offs, offs)

@@ -10,7 +10,9 @@ from fast_kernels import (
     axpy_kernel,
     cast_kernel,
     decorated_add_kernel,
+    failing_heuristic_kernel,
     heur_add_kernel,
+    heuristic_failure,
     tma_copy_2d,
     tuned_add_kernel,
     tuple_kernel,
@@ -119,7 +121,9 @@ def test_decorator():
     assert triton_embed.fast_path_stats()["fast"] == 1
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="with a GPU, Triton's launcher answers bad calls")
 def test_bad_calls_raise_before_any_launch():
+    """Without a GPU (Triton launches nothing here), the library's own errors."""
     n = 10
     x, y, out = data(n), data(n), torch.empty(n)
     fast = triton_embed.jit(add_kernel)
@@ -184,3 +188,79 @@ def test_tensor_descriptors_on_cpu():
     fast[(2, 1)](a, b, BLOCK_M=32, BLOCK_N=32)
     assert torch.equal(src, dst)
     assert triton_embed.fast_path_stats() == {"fast": 1, "triton": 0}
+
+
+def test_python_exceptions_raise_as_they_are():
+    """An exception Python code raises on the way (a heuristic, the grid callable) reaches the
+    caller as that exception object, as from Triton's launcher."""
+    x, out = data(8), torch.empty(8)
+    fast = triton_embed.jit(failing_heuristic_kernel)
+    with pytest.raises(type(heuristic_failure)) as info:
+        fast[(1,)](x, out, -1)
+    assert info.value is heuristic_failure
+
+    class GridFailure(Exception):
+        pass
+
+    failure = GridFailure("no grid for this call")
+
+    def grid(meta):
+        raise failure
+
+    with pytest.raises(GridFailure) as info:
+        triton_embed.jit(add_kernel)[grid](x, x, out, 8, BLOCK=8)
+    assert info.value is failure
+    assert triton_embed.fast_path_stats() == {"fast": 0, "triton": 0}
+
+
+class _StandInDriver:
+    """Just enough of a Triton driver for Triton's launcher to bind a call on a machine without a
+    GPU (its binder raises for bad calls as on a GPU; nothing is launched)."""
+
+    def get_current_device(self):
+        return 0
+
+    def get_current_stream(self, device=None):
+        return 0
+
+    def get_current_target(self):
+        from triton.backends.compiler import GPUTarget
+
+        return GPUTarget("cuda", 90, 32)
+
+    def get_active_torch_device(self):
+        return torch.device("cpu")
+
+
+def raised(call):
+    try:
+        call()
+    except Exception as e:  # noqa: BLE001 (the test compares whatever each path raises)
+        return type(e), str(e)
+    return None
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="test_fast_gpu compares with a real driver")
+def test_bad_calls_raise_what_triton_raises():
+    """Where Triton's launcher can take a call, a bad call raises Triton's own exception (type
+    and message): the library hands the calls it refuses to Triton's launcher (counted)."""
+    from triton.runtime import driver
+
+    n = 10
+    x, y, out = data(n), data(n), torch.empty(n)
+    fast = triton_embed.jit(add_kernel)
+    calls = [
+        lambda k: k[(1,)](x, y, out, n),  # a constexpr without a default, missing
+        lambda k: k[(1,)](x, y, out, n, 64, BLOCK=64),  # given twice
+        lambda k: k[(1,)](x, y, out, n, 64, 5),  # one positional argument too many
+        lambda k: k[(1,)](x, [y], out, n, BLOCK=64),  # an argument kind Triton refuses
+    ]
+    driver.set_active(_StandInDriver())
+    try:
+        for i, call in enumerate(calls):
+            expected = raised(lambda: call(add_kernel))
+            assert expected is not None, i
+            assert raised(lambda: call(fast)) == expected, i
+    finally:
+        driver.set_active(None)  # as before: no driver on this machine (the test skips with one)
+    assert triton_embed.fast_path_stats() == {"fast": 0, "triton": len(calls)}

@@ -8,10 +8,13 @@ from fast_kernels import (
     add_kernel,
     axpy_kernel,
     cast_kernel,
+    failing_heuristic_kernel,
     heur_add_kernel,
+    heuristic_failure,
     tma_copy_2d,
     tuned_add_kernel,
     tuple_kernel,
+    uncompilable_kernel,
 )
 
 import triton_embed
@@ -238,3 +241,43 @@ def test_pykernels_bitwise():
 
     r1, r2 = both(sum_kernel, (4, 2), sum_args, COMPUTE=tl.float32, BLOCK_R=32, BLOCK_I=64)
     assert torch.equal(r1[1], r2[1])
+
+
+def raised(call):
+    try:
+        call()
+    except Exception as e:  # noqa: BLE001 (the test compares whatever each path raises)
+        return type(e), str(e)
+    return None
+
+
+def test_bad_calls_raise_what_triton_raises():
+    """Bad calls raise Triton's own exceptions, type and message (the library hands the calls
+    it refuses to Triton's launcher, counted); a compile error and a heuristic's exception are
+    the ones Python raised."""
+    n = 64
+    x, y, out = data(n, seed=40), data(n, seed=41), torch.empty(n, device="cuda")
+    on_cpu = torch.zeros(n)
+    fast = triton_embed.jit(add_kernel)
+    calls = [
+        lambda k: k[(1,)](x, y, out, n),  # a constexpr without a default, missing
+        lambda k: k[(1,)](x, y, out, n, 64, BLOCK=64),  # given twice
+        lambda k: k[(1,)](x, y, out, n, 64, 5),  # one positional argument too many
+        lambda k: k[(1,)](x, y, out, n, BLOCK=64, num_warpz=4),  # no such option
+        lambda k: k[(1,)](x, [y], out, n, BLOCK=64),  # an argument kind Triton refuses
+        lambda k: k[(1,)](x.to(torch.complex64), y, out, n, BLOCK=64),  # no Triton dtype
+        lambda k: k[(1,)](x, on_cpu, out, n, BLOCK=64),  # a CPU tensor beside CUDA ones
+    ]
+    for i, call in enumerate(calls):
+        expected = raised(lambda: call(add_kernel))
+        assert expected is not None, i
+        assert raised(lambda: call(fast)) == expected, i
+    assert triton_embed.fast_path_stats() == {"fast": 0, "triton": len(calls)}
+
+    expected = raised(lambda: uncompilable_kernel[(1,)](x, n))
+    assert expected is not None and expected[0].__name__ == "CompilationError"
+    assert raised(lambda: triton_embed.jit(uncompilable_kernel)[(1,)](x, n)) == expected
+
+    with pytest.raises(type(heuristic_failure)) as info:
+        triton_embed.jit(failing_heuristic_kernel)[(1,)](x, out, -1)
+    assert info.value is heuristic_failure
