@@ -10,6 +10,7 @@
  *  \endcode
  */
 
+#include <exception>
 #include <stdexcept>
 #include <string>
 
@@ -17,11 +18,25 @@
 
 namespace triton_embed {
 
+namespace detail {
+struct ErrorAccess;
+}  // namespace detail
+
 /*! \brief Base class of every triton_embed exception. */
 class TRITON_EMBED_API Error : public std::runtime_error {
  public:
   explicit Error(const std::string& what) : std::runtime_error(what) {}
   ~Error() override;
+
+  /*! \brief The Python exception this error reports, when Python code raised it (a heuristic,
+   *  a tuning run, a config pre-hook, Triton's compiler or interpreter): rethrown, it is a
+   *  \c pybind11::error_already_set holding that exception. Null for the library's own
+   *  errors. */
+  const std::exception_ptr& cause() const noexcept { return cause_; }
+
+ private:
+  friend struct detail::ErrorAccess;
+  std::exception_ptr cause_;
 };
 
 /*! \brief A call does not fit the kernel's signature (too few or too many arguments, one

@@ -34,14 +34,11 @@ namespace triton_embed::detail {
 
 namespace {
 
-// Throws `copy` of the exception being handled, `original`; when that carries a nested
-// exception (a Python exception), `copy` carries `original`, and through it the same.
+// Throws `copy` of `original`, with its cause.
 template <class E>
-[[noreturn]] void raise(E&& copy, const std::exception& original) {
-  if (dynamic_cast<const std::nested_exception*>(&original) != nullptr) {
-    std::throw_with_nested(std::forward<E>(copy));
-  }
-  throw std::forward<E>(copy);
+[[noreturn]] void raise(E copy, const Error& original) {
+  ErrorAccess::set_cause(copy, original.cause());
+  throw copy;
 }
 
 }  // namespace
@@ -52,10 +49,12 @@ void rethrow_copy(const std::exception_ptr& p, std::string_view prefix) {
     std::rethrow_exception(p);
   } catch (const NoDeviceError& e) {
     raise(NoDeviceError(msg(e), std::string(e.call()), e.code(), std::string(e.name()),
-                        std::string(e.text())), e);
+                        std::string(e.text())),
+          e);
   } catch (const CudaError& e) {
     raise(CudaError(msg(e), std::string(e.call()), e.code(), std::string(e.name()),
-                    std::string(e.text())), e);
+                    std::string(e.text())),
+          e);
   } catch (const OverflowError& e) {
     raise(OverflowError(msg(e)), e);
   } catch (const TypeError& e) {

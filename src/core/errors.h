@@ -2,9 +2,9 @@
 
 // Error helpers. User errors: TE_CHECK(cond, ValueError) << "message"; internal invariants:
 // TE_ICHECK(cond) << "message"; unconditional: TE_THROW(TypeError) << "message". Inside a
-// handler of a Python exception, TE_THROW_NESTED(PythonError) << "message" throws the
-// library's error with the Python exception nested in it (std::nested_exception): a C++ caller
-// catches the library's type, a Python caller (the fast path) re-raises the original.
+// handler of a Python exception, TE_THROW_CAUSED(PythonError) << "message" throws the
+// library's error with that exception as its cause (Error::cause()): a C++ caller catches the
+// library's type, a Python caller (the fast path) raises the original.
 // The message is streamed only on the failure path; the final `&` is a [[noreturn]] call, so
 // the compiler knows the statement does not return.
 
@@ -26,8 +26,7 @@ namespace triton_embed::detail {
 // Throws a new exception of the same type and message as the one `p` holds (an exception
 // thrown to several threads, e.g. a failed compile's to the threads that waited for it:
 // each gets its own object rather than one shared across threads), with `prefix` before its
-// message (the bundle tool's "file:line: ") and the same nested exception. Others are
-// rethrown.
+// message (the bundle tool's "file:line: ") and the same cause. Others are rethrown.
 [[noreturn]] TE_INTERNAL_API void rethrow_copy(const std::exception_ptr& p,
                                                std::string_view prefix = {});
 
@@ -46,13 +45,21 @@ class ErrorStream {
   std::ostringstream os_;
 };
 
-template <class E, bool kNested = false>
+struct ErrorAccess {
+  static void set_cause(Error& e, std::exception_ptr cause) noexcept {
+    e.cause_ = std::move(cause);
+  }
+};
+
+template <class E, bool kCaused = false>
 struct Thrower {
   [[noreturn]] friend void operator&(Thrower, const ErrorStream& s) {
     if constexpr (std::is_base_of_v<CudaError, E>) {
       throw E(s.str(), "", 0, "", "");
-    } else if constexpr (kNested) {
-      std::throw_with_nested(E(s.str()));
+    } else if constexpr (kCaused) {
+      E e(s.str());
+      ErrorAccess::set_cause(e, std::current_exception());
+      throw e;
     } else {
       throw E(s.str());
     }
@@ -63,7 +70,7 @@ struct Thrower {
 
 #define TE_THROW(Exc) \
   ::triton_embed::detail::Thrower<::triton_embed::Exc>() & ::triton_embed::detail::ErrorStream()
-#define TE_THROW_NESTED(Exc)                                  \
+#define TE_THROW_CAUSED(Exc)                                     \
   ::triton_embed::detail::Thrower<::triton_embed::Exc, true>() & \
       ::triton_embed::detail::ErrorStream()
 #define TE_CHECK(cond, Exc) \

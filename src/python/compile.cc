@@ -93,15 +93,16 @@ std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, 
     if (!PyErr_GivenExceptionMatches(e.type().ptr(), PyExc_Exception)) {
       // KeyboardInterrupt, SystemExit: the compile was stopped, it did not fail. Nothing is
       // cached; the next call compiles again.
-      TE_THROW_NESTED(PythonError) << "compiling " << full_name(k) << " as " << where << " for "
-                            << target_str(key.target) << " was interrupted by " << type
-                            << (message.empty() ? "" : ": " + message)
-                            << "; nothing was cached, the next call compiles again";
+      TE_THROW_CAUSED(PythonError)
+          << "compiling " << full_name(k) << " as " << where << " for " << target_str(key.target)
+          << " was interrupted by " << type << (message.empty() ? "" : ": " + message)
+          << "; nothing was cached, the next call compiles again";
     }
-    TE_THROW_NESTED(CompileError) << "Triton failed to compile " << full_name(k) << " as " << where
-                           << " for " << target_str(key.target)
-                           << (opts.options.empty() ? "" : " with " + opts.options.str()) << ":\n"
-                           << type << ": " << message;
+    TE_THROW_CAUSED(CompileError) << "Triton failed to compile " << full_name(k) << " as " << where
+                                  << " for " << target_str(key.target)
+                                  << (opts.options.empty() ? "" : " with " + opts.options.str())
+                                  << ":\n"
+                                  << type << ": " << message;
   }
 
   auto e = std::make_unique<Entry>();

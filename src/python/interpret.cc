@@ -47,8 +47,9 @@ void python_interpret(KernelState* kernel, const GridSpec& grid, const ArgValue*
     pyb::handle fn(py::jit_function(k));
     py::glue().attr("interpret")(fn, bound, pyb::make_tuple(g.x, g.y, g.z));
   } catch (pyb::error_already_set& e) {
-    TE_THROW_NESTED(PythonError) << "running " << full_name(k) << " in Triton's interpreter failed:\n"
-                          << py::format_exception(e);
+    TE_THROW_CAUSED(PythonError) << "running " << full_name(k)
+                                 << " in Triton's interpreter failed:\n"
+                                 << py::format_exception(e);
   }
 }
 

@@ -104,7 +104,7 @@ std::pair<pyb::tuple, pyb::dict> frame_args(const KernelState& k, const Frame& f
     TE_THROW(NotSupportedError) << full_name(k) << ": " << what << ": "
                                 << pyb::str(e.value()).cast<std::string>();
   }
-  TE_THROW_NESTED(PythonError) << full_name(k) << ": " << what << " raised\n"
+  TE_THROW_CAUSED(PythonError) << full_name(k) << ": " << what << " raised\n"
                                << py::format_exception(e);
 }
 

@@ -139,19 +139,16 @@ void set_python_error(const pyb::error_already_set& e) {
   PyErr_Restore(e.type().inc_ref().ptr(), e.value().inc_ref().ptr(), e.trace().inc_ref().ptr());
 }
 
-// When the library's error `e` carries a Python exception (raised by Python code the kernel
-// sources ran: a heuristic, a tuning run, a pre-hook, Triton's compiler or interpreter; nested
-// in it, or in the error it copies), sets that exception, as Triton's launcher raises it.
-bool set_python_origin(const std::exception& e) {
-  const auto* nested = dynamic_cast<const std::nested_exception*>(&e);
-  if (nested == nullptr || nested->nested_ptr() == nullptr) return false;
+// When the library's error `e` reports a Python exception (raised by Python code the kernel
+// sources ran: a heuristic, a tuning run, a pre-hook, Triton's compiler or interpreter), sets
+// that exception, as Triton's launcher raises it.
+bool set_python_cause(const Error& e) {
+  if (e.cause() == nullptr) return false;
   try {
-    std::rethrow_exception(nested->nested_ptr());
+    std::rethrow_exception(e.cause());
   } catch (const pyb::error_already_set& p) {
     set_python_error(p);
     return true;
-  } catch (const std::exception& inner) {
-    return set_python_origin(inner);
   } catch (...) {
   }
   return false;
@@ -165,8 +162,8 @@ PyObject* raise_from(const std::exception_ptr& ep) {
   } catch (const pyb::error_already_set& e) {
     set_python_error(e);
     return nullptr;
-  } catch (const std::exception& e) {
-    if (set_python_origin(e)) return nullptr;
+  } catch (const Error& e) {
+    if (set_python_cause(e)) return nullptr;
   } catch (...) {
   }
   try {
@@ -195,8 +192,8 @@ PyObject* raise_from(const std::exception_ptr& ep) {
 bool refused_call(const std::exception_ptr& ep) {
   try {
     std::rethrow_exception(ep);
-  } catch (const std::exception& e) {
-    if (dynamic_cast<const std::nested_exception*>(&e) != nullptr) return false;
+  } catch (const Error& e) {
+    if (e.cause() != nullptr) return false;
     return dynamic_cast<const TypeError*>(&e) != nullptr ||
            dynamic_cast<const ValueError*>(&e) != nullptr ||
            dynamic_cast<const LookupError*>(&e) != nullptr ||
@@ -285,10 +282,18 @@ struct Launcher {
   PyObject* grid;
 };
 
+// One freed Launcher kept for the next fast[grid] (a launch statement makes one and frees it
+// right after: no allocation then). Guarded by the GIL.
+Launcher* g_free_launcher = nullptr;
+
 void launcher_dealloc(PyObject* self) {
   auto* l = reinterpret_cast<Launcher*>(self);
   Py_CLEAR(l->kernel);
   Py_CLEAR(l->grid);
+  if (g_free_launcher == nullptr) {
+    g_free_launcher = l;
+    return;
+  }
   Py_TYPE(self)->tp_free(self);
 }
 
@@ -401,25 +406,33 @@ struct Conversion {
 };
 
 bool read_dims(PyObject* seq, int64_t* out, int& rank) {
-  PyObject* fast = PySequence_Fast(seq,
-                                   "a TensorDescriptor's shape, strides and block_shape "
-                                   "are sequences of integers");
-  if (fast == nullptr) return false;
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  // Tuples (torch.Size, a subclass, from TensorDescriptor.from_tensor) and lists in place;
+  // other sequences through a list.
+  PyObject* items = nullptr;
+  if (PyTuple_Check(seq) || PyList_Check(seq)) {
+    items = seq;
+    Py_INCREF(items);
+  } else {
+    items = PySequence_List(seq);
+    if (items == nullptr) {
+      PyErr_SetString(PyExc_TypeError,
+                      "a TensorDescriptor's shape, strides and block_shape are sequences of "
+                      "integers");
+      return false;
+    }
+  }
+  const pyb::object hold = pyb::reinterpret_steal<pyb::object>(items);
+  const bool tuple = PyTuple_Check(items);
+  const Py_ssize_t n = tuple ? PyTuple_GET_SIZE(items) : PyList_GET_SIZE(items);
   if (n < 1 || n > TensorDescriptor::kMaxRank || (rank >= 0 && n != rank)) {
-    Py_DECREF(fast);
     PyErr_SetString(PyExc_ValueError, "TensorDescriptor: rank mismatch");
     return false;
   }
   rank = static_cast<int>(n);
   for (Py_ssize_t i = 0; i < n; ++i) {
-    out[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
-    if (out[i] == -1 && PyErr_Occurred()) {
-      Py_DECREF(fast);
-      return false;
-    }
+    out[i] = PyLong_AsLongLong(tuple ? PyTuple_GET_ITEM(items, i) : PyList_GET_ITEM(items, i));
+    if (out[i] == -1 && PyErr_Occurred()) return false;
   }
-  Py_DECREF(fast);
   return true;
 }
 
@@ -847,8 +860,14 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
 // ---- FastKernel's methods -----------------------------------------------------------------
 
 PyObject* kernel_subscript(PyObject* self, PyObject* grid) {
-  auto* l = PyObject_New(Launcher, g_launcher_type);
-  if (l == nullptr) return nullptr;
+  Launcher* l = g_free_launcher;
+  if (l != nullptr) {
+    g_free_launcher = nullptr;
+    PyObject_Init(reinterpret_cast<PyObject*>(l), g_launcher_type);
+  } else {
+    l = PyObject_New(Launcher, g_launcher_type);
+    if (l == nullptr) return nullptr;
+  }
   l->vectorcall = &launcher_call;
   Py_INCREF(self);
   l->kernel = reinterpret_cast<FastKernel*>(self);

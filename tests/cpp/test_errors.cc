@@ -3,6 +3,7 @@
 // test per row below, each also running the Python equivalent).
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <typeinfo>
 
@@ -537,6 +538,27 @@ TEST_F(ErrorTable, CompileFailureIsCompileError) {
       << msg;
   EXPECT_EQ(python_raises("warmup_hashes('te_broken_kernels', 'broken_kernel', [X, 16, 128], {})"),
             "triton.compiler.errors.CompilationError");
+  // The error's cause is the exception Triton raised (the Python fast path raises that one);
+  // the library's own errors have none.
+  try {
+    broken.compile(ptr(0x1000), 16, 128);
+    ADD_FAILURE() << "compiled";
+  } catch (const te::CompileError& e) {
+    ASSERT_NE(e.cause(), nullptr);
+    try {
+      std::rethrow_exception(e.cause());
+    } catch (py::error_already_set& python) {
+      te_test::Gil gil;
+      EXPECT_EQ(py::str(python.type().attr("__qualname__")).cast<std::string>(),
+                "CompilationError");
+    }
+  }
+  try {
+    broken.compile(ptr(0x1000));
+    ADD_FAILURE() << "compiled";
+  } catch (const te::TypeError& e) {
+    EXPECT_EQ(e.cause(), nullptr) << e.what();
+  }
 }
 
 // Python takes these at the binder; they differ on purpose (the README says why).

@@ -243,9 +243,9 @@ def test_pykernels_bitwise():
     assert torch.equal(r1[1], r2[1])
 
 
-def raised(call):
+def raised(call, *args):
     try:
-        call()
+        call(*args)
     except Exception as e:  # noqa: BLE001 (the test compares whatever each path raises)
         return type(e), str(e)
     return None
@@ -269,9 +269,9 @@ def test_bad_calls_raise_what_triton_raises():
         lambda k: k[(1,)](x, on_cpu, out, n, BLOCK=64),  # a CPU tensor beside CUDA ones
     ]
     for i, call in enumerate(calls):
-        expected = raised(lambda: call(add_kernel))
+        expected = raised(call, add_kernel)
         assert expected is not None, i
-        assert raised(lambda: call(fast)) == expected, i
+        assert raised(call, fast) == expected, i
     assert triton_embed.fast_path_stats() == {"fast": 0, "triton": len(calls)}
 
     expected = raised(lambda: uncompilable_kernel[(1,)](x, n))
@@ -281,3 +281,64 @@ def test_bad_calls_raise_what_triton_raises():
     with pytest.raises(type(heuristic_failure)) as info:
         triton_embed.jit(failing_heuristic_kernel)[(1,)](x, out, -1)
     assert info.value is heuristic_failure
+
+
+def test_backward_and_elementwise_kernels_bitwise():
+    """pykernels' backward kernels (softmax, layer norm: dx, and dw/db with None pointers) and the
+    broadcasting binary kernel, both ways on equal inputs, bitwise equal."""
+    import triton.language as tl
+
+    from pykernels.elementwise import binary_kernel
+    from pykernels.norm import norm_bwd_dwdb_kernel, norm_bwd_dx_kernel
+    from pykernels.softmax import softmax_bwd_kernel
+
+    rows, cols = 48, 700
+    dy, y = data((rows, cols), seed=50), data((rows, cols), seed=51).softmax(-1)
+
+    def softmax_bwd_args():
+        return [dy, y, torch.empty_like(dy), cols, cols, cols, cols]
+
+    s1, s2 = both(softmax_bwd_kernel, (rows,), softmax_bwd_args, BLOCK=1024, COMPUTE=tl.float32)
+    assert_bitwise(s1, s2)
+
+    x, w = data((rows, cols), seed=52), data(cols, seed=53)
+    mean, rstd = x.mean(-1), torch.rsqrt(x.var(-1, unbiased=False) + 1e-5)
+
+    def dx_args():
+        return [dy, x, w, mean, rstd, torch.empty_like(x), cols]
+
+    d1, d2 = both(norm_bwd_dx_kernel, (rows,), dx_args, BLOCK=1024)
+    assert_bitwise(d1, d2)
+
+    for with_mean, with_db in ((True, True), (False, False)):
+        def dwdb_args(with_mean=with_mean, with_db=with_db):
+            return [dy, x, mean if with_mean else None, rstd, torch.empty(cols, device="cuda"),
+                    torch.empty(cols, device="cuda") if with_db else None, rows, cols]
+
+        g1, g2 = both(norm_bwd_dwdb_kernel, (triton.cdiv(cols, 64),), dwdb_args,
+                      BLOCK_M=32, BLOCK_N=64)
+        assert_bitwise(g1, g2)
+
+    a, b = data((4, 1, 6, 8), seed=54), data((1, 5, 6, 1), seed=55)
+    shape = (4, 5, 6, 8)
+    n = 4 * 5 * 6 * 8
+
+    def strides(t):
+        return [0 if t.shape[i] == 1 else t.stride(i) for i in range(4)]
+
+    def binary_args(op):  # noqa: ARG001 (the op is a constexpr argument)
+        return [a, b, torch.empty(shape, device="cuda"), 0.5, n, 5, 6, 8, *strides(a), *strides(b)]
+
+    for op in (0, 1):
+        u, v = both(binary_kernel, (triton.cdiv(n, 256),), lambda op=op: binary_args(op), OP=op,
+                    STRIDED=True, COMPUTE=tl.float32, BLOCK=256)
+        assert_bitwise(u, v)
+    flat = data(n, seed=56)
+
+    def flat_args():
+        return [flat, flat, torch.empty(n, device="cuda", dtype=torch.float16), 2.0, n, 1, 1, 1,
+                0, 0, 0, 0, 0, 0, 0, 0]
+
+    u, v = both(binary_kernel, (triton.cdiv(n, 512),), flat_args, OP=0, STRIDED=False,
+                COMPUTE=tl.float32, BLOCK=512)
+    assert_bitwise(u, v)
