@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <new>
 #include <string>
 #include <vector>
@@ -118,6 +119,15 @@ bool init_types() {
     if ((*n.slot = PyUnicode_InternFromString(n.text)) == nullptr) return false;
   }
   return true;
+}
+
+// d[key] (a borrowed reference), or nullptr without an exception when d has no such key. The
+// keys here are strings, whose lookups raise nothing; PyDict_GetItem would save and restore the
+// exception state around each.
+PyObject* dict_get(PyObject* d, PyObject* key) {
+  PyObject* v = PyDict_GetItemWithError(d, key);
+  if (v == nullptr && PyErr_Occurred()) PyErr_Clear();
+  return v;
 }
 
 // obj.name, or nullptr without an exception when obj has no such attribute (a new reference).
@@ -311,7 +321,7 @@ HookWatch g_enter_hook, g_exit_hook;
 bool hook_set(PyObject* name, HookWatch& w) {
   PyTypeObject* type = Py_TYPE(g_types.runtime_knobs);
   if (w.type_version != 0 && type->tp_version_tag == w.type_version &&
-      PyDict_GetItem(g_knobs_dict, name) == nullptr) {
+      dict_get(g_knobs_dict, name) == nullptr) {
     return PyList_GET_SIZE(w.calls) != 0;
   }
   w.type_version = 0;
@@ -330,7 +340,7 @@ bool hook_set(PyObject* name, HookWatch& w) {
     Py_DECREF(h);
     return true;
   }
-  const bool from_class = PyDict_GetItem(g_knobs_dict, name) == nullptr &&
+  const bool from_class = dict_get(g_knobs_dict, name) == nullptr &&
                           (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) != 0;
   Py_XSETREF(w.chain, h);
   Py_XSETREF(w.calls, calls);
@@ -388,6 +398,16 @@ bool same_fields(const TensorDescriptor& a, uint64_t base, DType dtype, int rank
   return true;
 }
 
+// Whether o is a torch tensor: of torch.Tensor or a subclass. By type, not isinstance: torch's
+// metaclass answers isinstance through a Python-level __instancecheck__ call (a bound method
+// made and freed per check), and what passes here is unpacked as a tensor.
+bool is_tensor(PyObject* o) {
+  PyTypeObject* type = Py_TYPE(o);
+  return type == g_types.tensor_type ||
+         (type != &PyLong_Type && type != &PyFloat_Type && o != Py_None &&
+          PyType_IsSubtype(type, reinterpret_cast<PyTypeObject*>(THPVariableClass)));
+}
+
 // One call's conversion: the values, the tensors among them and the descriptors it holds.
 struct Conversion {
   ArgValue vals[kMaxValues];
@@ -442,13 +462,33 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
     c.unsupported = true;
     return true;
   }
-  // The dataclass's fields from its instance dict (a plain lookup each), else as attributes.
+  // The dataclass's fields from its instance dict: one pass over it, its keys compared by
+  // identity with the interned names (attribute names are interned); else a lookup, else as
+  // attributes.
   PyObject* dict = PyObject_GenericGetDict(o, nullptr);
   if (dict == nullptr) PyErr_Clear();
   const pyb::object hold_dict = pyb::reinterpret_steal<pyb::object>(dict);
-  auto field = [dict, o](PyObject* name) -> PyObject* {  // a new reference, or null
+  PyObject* const names[] = {g_types.s_base,        g_types.s_shape,   g_types.s_strides,
+                             g_types.s_block_shape, g_types.s_padding, g_types.s_tf32};
+  PyObject* found[std::size(names)] = {};
+  if (dict != nullptr && PyDict_CheckExact(dict)) {
+    Py_ssize_t pos = 0;
+    PyObject *key = nullptr, *value = nullptr;
+    while (PyDict_Next(dict, &pos, &key, &value)) {
+      for (size_t i = 0; i < std::size(names); ++i) {
+        if (key == names[i]) found[i] = value;
+      }
+    }
+  }
+  auto field = [&](PyObject* name) -> PyObject* {  // a new reference, or null
+    for (size_t i = 0; i < std::size(names); ++i) {
+      if (names[i] == name && found[i] != nullptr) {
+        Py_INCREF(found[i]);
+        return found[i];
+      }
+    }
     if (dict != nullptr && PyDict_CheckExact(dict)) {
-      if (PyObject* v = PyDict_GetItem(dict, name)) {
+      if (PyObject* v = dict_get(dict, name)) {
         Py_INCREF(v);
         return v;
       }
@@ -464,7 +504,7 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
   DType dtype = DType::invalid;
   uint8_t flags = 0;
   // A base only this call holds (a property's result) would not outlive it: Triton's launcher.
-  if (THPVariable_Check(base) && c.ntensors < kMaxTensors && Py_REFCNT(base) > 1) {
+  if (is_tensor(base) && c.ntensors < kMaxTensors && Py_REFCNT(base) > 1) {
     // The base decides the device as a tensor argument does (the descriptor, alive for the
     // call, holds it).
     const at::Tensor& t = THPVariable_Unpack(base);
@@ -564,9 +604,8 @@ DType dtype_of(PyObject* o) {
 // exception set; c.unsupported for an object this path leaves to Triton's launcher.
 bool convert(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
   out = ArgValue{};
-  // Tensors and plain scalars first, by exact type; subclasses below.
-  if (Py_TYPE(o) == g_types.tensor_type ||
-      (!PyLong_CheckExact(o) && !PyFloat_CheckExact(o) && o != Py_None && THPVariable_Check(o))) {
+  // Tensors first (torch.Tensor and its subclasses, by type).
+  if (is_tensor(o)) {
     const at::Tensor& t = THPVariable_Unpack(o);
     fill_tensor(t, out);
     if (t.defined()) {
@@ -768,7 +807,7 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
   bool positional = true;         // the named arguments complete a positional call
   for (size_t i = 0; i < npos && i < np; ++i) by_param[i] = args[i];
   for (size_t i = 0; i < nkw; ++i) {
-    PyObject* index = PyDict_GetItem(k->params, PyTuple_GET_ITEM(kwnames, i));
+    PyObject* index = dict_get(k->params, PyTuple_GET_ITEM(kwnames, i));
     if (index == nullptr) {
       option_at[noptions++] = static_cast<Py_ssize_t>(i);
       continue;
@@ -810,8 +849,7 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
     } else {
       size_t kw = 0, seen = 0;  // the (i - npos)-th named parameter in call order
       for (; kw < nkw; ++kw) {
-        if (PyDict_GetItem(k->params, PyTuple_GET_ITEM(kwnames, kw)) != nullptr &&
-            seen++ == i - npos) {
+        if (dict_get(k->params, PyTuple_GET_ITEM(kwnames, kw)) != nullptr && seen++ == i - npos) {
           break;
         }
       }
