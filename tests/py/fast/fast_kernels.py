@@ -1,4 +1,5 @@
-"""Kernels of the Python fast-path suite (triton_embed.jit), each also launched through Triton."""
+"""Kernels of the Python fast-path suite (triton_embed.jit), each also launched through Triton,
+and what its tests share."""
 
 import triton
 import triton.language as tl
@@ -105,3 +106,12 @@ def uncompilable_kernel(x_ptr, n):
     """tl.arange of a runtime bound: Triton's compiler refuses it."""
     offs = tl.arange(0, n)
     tl.store(x_ptr + offs, offs)
+
+
+def raised(call, *args):
+    """What call(*args) raises, as (type, message), or None: the suite compares both paths'."""
+    try:
+        call(*args)
+    except Exception as e:  # noqa: BLE001 (whatever each path raises)
+        return type(e), str(e)
+    return None

@@ -13,6 +13,7 @@ from fast_kernels import (
     failing_heuristic_kernel,
     heur_add_kernel,
     heuristic_failure,
+    raised,
     tma_copy_2d,
     tuned_add_kernel,
     tuple_kernel,
@@ -231,13 +232,6 @@ class _StandInDriver:
     def get_active_torch_device(self):
         return torch.device("cpu")
 
-
-def raised(call, *args):
-    try:
-        call(*args)
-    except Exception as e:  # noqa: BLE001 (the test compares whatever each path raises)
-        return type(e), str(e)
-    return None
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="test_fast_gpu compares with a real driver")

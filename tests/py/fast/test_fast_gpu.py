@@ -11,6 +11,7 @@ from fast_kernels import (
     failing_heuristic_kernel,
     heur_add_kernel,
     heuristic_failure,
+    raised,
     tma_copy_2d,
     tuned_add_kernel,
     tuple_kernel,
@@ -242,13 +243,6 @@ def test_pykernels_bitwise():
     r1, r2 = both(sum_kernel, (4, 2), sum_args, COMPUTE=tl.float32, BLOCK_R=32, BLOCK_I=64)
     assert torch.equal(r1[1], r2[1])
 
-
-def raised(call, *args):
-    try:
-        call(*args)
-    except Exception as e:  # noqa: BLE001 (the test compares whatever each path raises)
-        return type(e), str(e)
-    return None
 
 
 def test_bad_calls_raise_what_triton_raises():
