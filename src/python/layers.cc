@@ -404,7 +404,7 @@ std::unique_ptr<Choice> python_tune(KernelState& k, const TuneLayer& t, const Fr
   std::unique_ptr<Choice> made;
   {
     int device = 0;
-    if (cuda::api().ok && (f.mode == FrameMode::kLaunch || f.mode == FrameMode::kPrepare)) {
+    if (cuda::api().ok && (f.device_launch() || f.mode == FrameMode::kPrepare)) {
       const cuda::ContextInfo& ctx = cuda::current_context();
       device = static_cast<int>(ctx.device);
       CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;

@@ -518,9 +518,9 @@ TEST_F(ErrorTable, HostMemoryPointerIsValueError) {
   vals[1].flags = te::detail::kArgHostMemory;  // as the torch layer marks a CPU tensor
   uint64_t slots[8];
   EXPECT_EQ(raises_exactly<te::ValueError>([&] {
-              te::detail::host_path_dry_run(te::detail::testing::state(add),
-                                            te::detail::testing::interned_options(add), vals, 5,
-                                            slots);
+              te::detail::testing::dry_run_values(te::detail::testing::state(add),
+                                                  te::detail::testing::interned_options(add), vals,
+                                                  5, slots);
             }),
             "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): argument #1 'y_ptr': got a CPU "
             "tensor; a GPU launch needs device memory. Move it to the GPU, or launch with "
