@@ -193,8 +193,9 @@ void launch_entry(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx, c
   void* fn = e->function_for(ctx.ctx);
   if (TE_UNLIKELY(fn == nullptr)) fn = load_function(k, *e, ctx);
 
-  const Grid g =
-      grid.fn != nullptr ? grid.fn(grid.ctx, Meta(kernel, args, k.params.size())) : grid.fixed;
+  const Grid g = grid.fn != nullptr
+                     ? grid.fn(grid.ctx, MetaAccess::make(kernel, args, k.params.size()))
+                     : grid.fixed;
   check_grid(k, g, e->num_ctas);
   if (g.x == 0 || g.y == 0 || g.z == 0) return;  // Triton launches nothing for an empty grid
 

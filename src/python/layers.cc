@@ -204,7 +204,7 @@ pyb::object python_grid(KernelState& k, const Frame& f) {
       }
       vals[p] = v;
     }
-    const Grid g = spec.fn(spec.ctx, Meta(kp, vals, kk.params.size()));
+    const Grid g = spec.fn(spec.ctx, MetaAccess::make(kp, vals, kk.params.size()));
     return pyb::make_tuple(g.x, g.y, g.z);
   });
 }

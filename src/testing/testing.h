@@ -28,6 +28,10 @@ inline KernelState* state(const JitFunction& fn) noexcept { return JitAccess::st
 inline const InternedOptions* interned_options(const JitFunction& fn) noexcept {
   return JitAccess::options(fn);
 }
+/*! The Meta a grid callable of \p fn sees for these values (every parameter's, in order). */
+inline Meta meta(const JitFunction& fn, const ArgValue* args, size_t nargs) noexcept {
+  return MetaAccess::make(state(fn), args, nargs);
+}
 /*! The 128 bytes of the CUtensorMap cached in descriptor \p d: what its last launch encoded
  *  (the benchmark's raw launches pass it). */
 inline const unsigned char* tensor_map_bytes(const TensorDescriptor& d) noexcept {

@@ -224,7 +224,7 @@ TEST_F(Errors, GridMetaLookups) {
   te::detail::ArgValue vals[6];  // Constexpr takes a nested slot
   te::detail::fill_args(vals, at<float>(0x1000), at<float>(0x2000), at<float>(0x3000), 4096,
                         te::Constexpr(256));
-  const te::Meta meta(te::detail::testing::state(add), vals, 5);
+  const te::Meta meta = te::detail::testing::meta(add, vals, 5);
   EXPECT_EQ(meta["n_elements"], 4096);
   EXPECT_EQ(meta["BLOCK"], 256);
   EXPECT_EQ(meta.get_float("BLOCK"), 256.0);
@@ -498,7 +498,7 @@ TEST_F(ErrorTable, GridCallableUnknownNameIsLookupError) {
   te::JitFunction add("pykernels.vector", "add_kernel");
   te::detail::ArgValue vals[5];
   te::detail::fill_args(vals, ptr(0x1000), ptr(0x2000), ptr(0x3000), 4096, 256);
-  const te::Meta meta(te::detail::testing::state(add), vals, 5);
+  const te::Meta meta = te::detail::testing::meta(add, vals, 5);
   raises_exactly<te::LookupError>([&] { meta["nope"]; });
   raises_exactly<te::TypeError>([&] { meta["x_ptr"]; });
   EXPECT_EQ(python_raises("bound_args(pykernels.vector.add_kernel, X, Y, O, 4096, 256)['nope']"),
