@@ -30,7 +30,7 @@ inline int64_t next_pow2(int64_t n) {
 // Triton's interpreter, which a program without Python (triton_embed::ops_runtime) lacks:
 // NotSupportedError says so, rather than that no bundle holds the kernel.
 inline void check_can_run(const char* op, const at::Tensor& t) {
-  if (t.is_cpu()) detail::check_can_interpret(std::string("triton_embed::") + op);
+  if (t.is_cpu()) check_can_interpret(std::string("triton_embed::") + op);
 }
 
 inline bool is_float(at::ScalarType t) {
@@ -40,8 +40,16 @@ inline bool is_float(at::ScalarType t) {
 // Integer, bool and float dtypes the elementwise and reduction kernels take.
 inline bool is_supported_real(at::ScalarType t) {
   switch (t) {
-    case at::kBool: case at::kByte: case at::kChar: case at::kShort: case at::kInt:
-    case at::kLong: case at::kHalf: case at::kBFloat16: case at::kFloat: case at::kDouble:
+    case at::kBool:
+    case at::kByte:
+    case at::kChar:
+    case at::kShort:
+    case at::kInt:
+    case at::kLong:
+    case at::kHalf:
+    case at::kBFloat16:
+    case at::kFloat:
+    case at::kDouble:
       return true;
     default:
       return false;
@@ -52,22 +60,26 @@ inline bool is_supported_real(at::ScalarType t) {
 // the integer type itself, int32 for bool.
 inline DType compute_dtype(at::ScalarType t) {
   switch (t) {
-    case at::kHalf: case at::kBFloat16: case at::kFloat: return DType::fp32;
-    case at::kDouble: return DType::fp64;
-    case at::kBool: return DType::i32;
-    default: return triton_dtype(t);
+    case at::kHalf:
+    case at::kBFloat16:
+    case at::kFloat:
+      return DType::fp32;
+    case at::kDouble:
+      return DType::fp64;
+    case at::kBool:
+      return DType::i32;
+    default:
+      return triton_dtype(t);
   }
 }
 
 // A float scalar in the precision of the compute type: fp64 for double tensors, else the
 // Python-float default (fp32).
-inline Scalar float_arg(double v, at::ScalarType t) {
-  return t == at::kDouble ? fp64(v) : fp32(v);
-}
+inline Scalar float_arg(double v, at::ScalarType t) { return t == at::kDouble ? fp64(v) : fp32(v); }
 
 inline void check_dtype_supported(const char* op, const char* arg, const at::Tensor& t) {
-  TORCH_CHECK_TYPE(is_supported_real(t.scalar_type()), "triton_embed::", op, ": argument '",
-                   arg, "' has dtype ", t.scalar_type(),
+  TORCH_CHECK_TYPE(is_supported_real(t.scalar_type()), "triton_embed::", op, ": argument '", arg,
+                   "' has dtype ", t.scalar_type(),
                    ", which is not supported; use bool, an integer, float16, bfloat16, "
                    "float32 or float64 tensor");
 }
@@ -79,15 +91,15 @@ inline void check_float(const char* op, const char* arg, const at::Tensor& t) {
 }
 
 inline void check_device(const char* op, const char* arg, const at::Tensor& t) {
-  TORCH_CHECK(t.is_cuda() || t.is_cpu() || t.is_meta(), "triton_embed::", op, ": argument '",
-              arg, "' is on ", t.device(), "; the operator runs on CUDA and CPU tensors");
+  TORCH_CHECK(t.is_cuda() || t.is_cpu() || t.is_meta(), "triton_embed::", op, ": argument '", arg,
+              "' is on ", t.device(), "; the operator runs on CUDA and CPU tensors");
 }
 
 inline void check_same_device(const char* op, const char* arg, const at::Tensor& t,
                               const char* ref_arg, const at::Tensor& ref) {
   TORCH_CHECK(t.device() == ref.device(), "triton_embed::", op,
-              ": expected all tensors to be on the same device, but argument '", arg,
-              "' is on ", t.device(), " and argument '", ref_arg, "' is on ", ref.device());
+              ": expected all tensors to be on the same device, but argument '", arg, "' is on ",
+              t.device(), " and argument '", ref_arg, "' is on ", ref.device());
 }
 
 }  // namespace triton_embed::ops

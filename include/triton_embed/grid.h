@@ -49,9 +49,6 @@ struct Grid {
  */
 class TRITON_EMBED_API Meta {
  public:
-  Meta(const detail::KernelState* kernel, const ArgValue* args, size_t nargs) noexcept
-      : kernel_(kernel), args_(args), nargs_(nargs) {}
-
   /*! \brief The integer value of parameter \p name (ints, bools, forced integer scalars and
    *  tl.constexpr of those). Throws LookupError for an unknown name, TypeError for a
    *  non-integer value. */
@@ -62,7 +59,9 @@ class TRITON_EMBED_API Meta {
   bool contains(std::string_view name) const noexcept;
 
  private:
-  friend struct detail::MetaAccess;
+  friend struct detail::MetaAccess;  // the library makes them (src/core/jit_internal.h)
+  Meta(const detail::KernelState* kernel, const ArgValue* args, size_t nargs) noexcept
+      : kernel_(kernel), args_(args), nargs_(nargs) {}
   const ArgValue* find(std::string_view name) const;
   const detail::KernelState* kernel_;
   const ArgValue* args_;

@@ -105,6 +105,19 @@ constexpr DType triton_dtype(c10::ScalarType t) noexcept {
   }
 }
 
+/*! \brief Raises NotSupportedError, prefixed with \p where, when this process cannot run CPU
+ *  tensors: they go through Triton's interpreter, which needs the torch layer's Python bridge
+ *  (linked by \c triton_embed::torch and \c triton_embed::ops, not by
+ *  \c triton_embed::torch_runtime). For operators that check their tensors before loading a
+ *  kernel, so that the error says why rather than that no bundle holds the kernel (the ops
+ *  of \c ops/ do).
+ *  \code
+ *  if (x.is_cpu()) triton_embed::check_can_interpret("my_op");
+ *  \endcode */
+TRITON_EMBED_TORCH_API void check_can_interpret(std::string_view where);
+
+// What the templates of this header call (not API): ArgTraits<c10::Scalar>::fill raises
+// through throw_bad_scalar, triton_embed::launch() hands its call to torch_launch.
 namespace detail {
 
 /*! Where a tensor argument sits: its tensor and the index of the top-level argument. */
@@ -115,17 +128,10 @@ struct TensorRef {
 
 [[noreturn]] TRITON_EMBED_TORCH_API void throw_bad_scalar(const c10::Scalar& s);
 
-/*! Raises NotSupportedError, prefixed with \p where, when this process cannot run CPU tensors:
- *  they go through Triton's interpreter, which needs the torch layer's Python bridge (linked
- *  by \c triton_embed::torch and \c triton_embed::ops, not by \c triton_embed::torch_runtime).
- *  For callers that check their tensors before loading a kernel (the ops). */
-TRITON_EMBED_TORCH_API void check_can_interpret(std::string_view where);
-
 /*! Device resolution, device guard, stream and dispatch to the GPU or the interpreter. */
 TRITON_EMBED_TORCH_API void torch_launch(const JitFunction& fn, const GridSpec& grid,
                                          ArgValue* args, size_t npos, const ArgName* names,
-                                         size_t nnamed, const TensorRef* tensors, size_t ntensors,
-                                         void* const* py_objects = nullptr);
+                                         size_t nnamed, const TensorRef* tensors, size_t ntensors);
 
 inline void fill_tensor(const at::Tensor& t, ArgValue& out) {
   out = ArgValue{};

@@ -34,9 +34,13 @@ struct JitAccess {
   }
 };
 
-// A grid callable's Meta's values: every parameter's, in order (the Python fast path hands
-// them to a Python grid callable).
+// A grid callable's Meta, made by the library only (the launch path, the interpreter, the
+// tuner's grid), and its values: every parameter's, in order (the Python fast path hands them
+// to a Python grid callable).
 struct MetaAccess {
+  static Meta make(const KernelState* kernel, const ArgValue* args, size_t nargs) noexcept {
+    return Meta(kernel, args, nargs);
+  }
   static const ArgValue* args(const Meta& m) noexcept { return m.args_; }
   static size_t size(const Meta& m) noexcept { return m.nargs_; }
 };

@@ -66,7 +66,8 @@ inline Entry* find_one_pass(KernelState& k, const InternedOptions* options, uint
                             const ArgValue* args, size_t nargs, Bound& b, uint64_t* slots,
                             uint32_t* np, DescSlots& descs) {
   b.args = with_defaults(k, args, nargs, b.buf);
-  if (TE_UNLIKELY(!fast_key_and_pack(k, b.args, b.key, slots, np, &descs))) return nullptr;
+  if (TE_UNLIKELY(!fast_key_and_pack_first(k, b.args, k.specs.size(), b.key, slots, np, &descs)))
+    return nullptr;
   b.key.target = target;
   b.key.options = options->id;
   b.hash = b.key.hash();
@@ -192,8 +193,9 @@ void launch_entry(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx, c
   void* fn = e->function_for(ctx.ctx);
   if (TE_UNLIKELY(fn == nullptr)) fn = load_function(k, *e, ctx);
 
-  const Grid g =
-      grid.fn != nullptr ? grid.fn(grid.ctx, Meta(kernel, args, k.params.size())) : grid.fixed;
+  const Grid g = grid.fn != nullptr
+                     ? grid.fn(grid.ctx, MetaAccess::make(kernel, args, k.params.size()))
+                     : grid.fixed;
   check_grid(k, g, e->num_ctas);
   if (g.x == 0 || g.y == 0 || g.z == 0) return;  // Triton launches nothing for an empty grid
 
@@ -265,31 +267,44 @@ void launch_entry(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx, c
   if (TE_UNLIKELY(r != CUDA_SUCCESS)) throw_launch_error(k, *e, r, g);
 }
 
-int launch_with_descriptors(KernelState* kernel, Entry* e, const LaunchSite* site,
-                            const DescSlots& descs, const uint64_t* values, uint32_t n,
-                            uint64_t* slots_out) {
+// Out of line: its frame (the descriptors' maps, aligned to 64) stays off the hit's.
+__attribute__((noinline)) void launch_with_descriptors(
+    KernelState* kernel, Entry* e, const LaunchSite& site, const cuda::ContextInfo* ctx,
+    const ArgValue* args, const DescSlots& descs, const uint64_t* values, uint32_t n, Found found) {
   uint64_t slots[kMaxPackedParams];
   void* params[kMaxPackedParams];
   TensorMapStorage maps[kMaxTensorDescs];
   const uint32_t np = expand_descriptors(*kernel, *e, descs, values, n, slots, params, maps);
-  if (site != nullptr) {
-    launch_entry(kernel, e, site->ctx, site->grid, site->stream, site->args, slots, params, np);
-  } else {
-    note_dry_run(e);
-    if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
+  if (ctx == nullptr) {
+    capture_at(site, e, slots, np, found);
+    return;
   }
-  return static_cast<int>(np);
+  launch_entry(kernel, e, *ctx, *site.grid, site.stream, args, slots, params, np);
 }
 
 namespace {
 
-// The general path of launch_in() and host_path_dry_run(): binds leaf by leaf (descriptors
-// included, whose maps need room the one-pass path's frame does not carry), compiling on a
-// miss; launches at `site`, or (a dry run) copies the packed values to slots_out and returns
-// host_path_dry_run()'s count.
-__attribute__((noinline)) int general_path(KernelState* kernel, const InternedOptions* options,
-                                           uint32_t target, const ArgValue* args, size_t nargs,
-                                           const LaunchSite* site, uint64_t* slots_out) {
+[[noreturn]] void throw_no_target(const KernelState& k) {
+  TE_THROW(ValueError) << full_name(k) << ": a call at a capturing site runs on no device, so "
+                       << "it needs an explicit target: set TRITON_EMBED_TARGET (e.g. cuda:90) or "
+                       << "call triton_embed::set_target()";
+}
+
+// The target of a call's keys: the explicit one, else (a launch in ctx) its device's. A
+// capturing site (no ctx) needs the explicit one.
+inline uint32_t site_target(const KernelState& k, const cuda::ContextInfo* ctx) {
+  const uint32_t forced = explicit_target_code();
+  if (TE_LIKELY(ctx != nullptr)) return forced != 0 ? forced : target_code(ctx->arch, 32);
+  if (TE_UNLIKELY(forced == 0)) throw_no_target(k);
+  return forced;
+}
+
+// The general path of launch_in(): binds leaf by leaf (descriptors included, whose maps need
+// room the one-pass path's frame does not carry), compiling on a miss; then the last step.
+__attribute__((noinline)) void general_path(KernelState* kernel, const cuda::ContextInfo* ctx,
+                                            const InternedOptions* options, uint32_t target,
+                                            const LaunchSite& site, const ArgValue* args,
+                                            size_t nargs) {
   KernelState& k = *kernel;
   Bound b;
   uint64_t slots[kMaxPackedParams];
@@ -299,62 +314,84 @@ __attribute__((noinline)) int general_path(KernelState* kernel, const InternedOp
   bool hit = false;
   Entry* e = find_or_compile(k, options, b, &hit);
   const uint32_t np = pack_args(k, *e, b.leaves, slots, params, maps);
-  if (site != nullptr) {
-    launch_entry(kernel, e, site->ctx, site->grid, site->stream, b.args, slots, params, np);
-    return static_cast<int>(np);
+  if (ctx == nullptr) {
+    capture_at(site, e, slots, np, hit ? Found::kHit : Found::kMiss);
+    return;
   }
-  note_dry_run(e);
-  if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
-  return hit ? static_cast<int>(np) : -static_cast<int>(np) - 1;
+  launch_entry(kernel, e, *ctx, *site.grid, site.stream, b.args, slots, params, np);
 }
 
-// A plain (unwrapped) kernel's launch in the current context `ctx`.
-void launch_in(KernelState* kernel, const cuda::ContextInfo& ctx, const InternedOptions* options,
-               const GridSpec& grid, Stream stream, const ArgValue* args, size_t nargs) {
+// A plain (unwrapped) kernel's call at `site`: launched in the current context `ctx`, or
+// (no ctx) captured for the caller. Inlined into each entry point: a hit costs no
+// call of its own.
+__attribute__((always_inline)) inline void launch_in(KernelState* kernel,
+                                                     const cuda::ContextInfo* ctx,
+                                                     const InternedOptions* options,
+                                                     const LaunchSite& site, const ArgValue* args,
+                                                     size_t nargs) {
   KernelState& k = *kernel;
-  const uint32_t forced = explicit_target_code();
-  const uint32_t target = forced != 0 ? forced : target_code(ctx.arch, 32);
+  const uint32_t target = site_target(k, ctx);
   Bound b;
   uint64_t slots[kMaxLeaves + 2];
   uint32_t np = 0;
   DescSlots descs;
   Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np, descs);
   if (TE_UNLIKELY(e == nullptr)) {  // a miss, or a call the one-pass path does not take
-    const LaunchSite site{ctx, grid, stream, nullptr};  // general_path passes the bound args
-    general_path(kernel, options, target, args, nargs, &site, nullptr);
+    general_path(kernel, ctx, options, target, site, args, nargs);
     return;
   }
   if (TE_UNLIKELY(descs.n != 0)) {
-    const LaunchSite site{ctx, grid, stream, b.args};
-    launch_with_descriptors(kernel, e, &site, descs, slots, np, nullptr);
+    launch_with_descriptors(kernel, e, site, ctx, b.args, descs, slots, np, Found::kHit);
     return;
   }
   if (TE_UNLIKELY(e->packs_ones))
     np = insert_ones(e->one_slots.data(), e->one_slots.size(), slots, np);
+  if (TE_UNLIKELY(ctx == nullptr)) {
+    capture_at(site, e, slots, np, Found::kHit);
+    return;
+  }
   void* params[kMaxLeaves + 2];
   for (uint32_t i = 0; i < np; ++i) params[i] = &slots[i];
-  launch_entry(kernel, e, ctx, grid, stream, b.args, slots, params, np);
+  launch_entry(kernel, e, *ctx, *site.grid, site.stream, b.args, slots, params, np);
 }
 
 }  // namespace
 
-void launch(KernelState* kernel, const InternedOptions* options, const GridSpec& grid,
-            Stream stream, const ArgValue* args, size_t nargs) {
+void launch_plain(KernelState* kernel, const InternedOptions* options, const LaunchSite& site,
+                  const ArgValue* args, size_t nargs) {
+  launch_in(kernel, site.capture != nullptr ? nullptr : &cuda::current_context(), options, site,
+            args, nargs);
+}
+
+void launch_at(KernelState* kernel, const InternedOptions* options, const LaunchSite& site,
+               const ArgValue* args, size_t nargs) {
   if (TE_UNLIKELY(!kernel->layers.empty())) {
-    launch_call(kernel, options, grid, stream, positional_call(args, nargs));
+    launch_call_at(kernel, options, site, positional_call(args, nargs));
     return;
   }
-  launch_in(kernel, cuda::current_context(), options, grid, stream, args, nargs);
+  launch_in(kernel, site.capture != nullptr ? nullptr : &cuda::current_context(), options, site,
+            args, nargs);
+}
+
+void launch(KernelState* kernel, const InternedOptions* options, const GridSpec& grid,
+            Stream stream, const ArgValue* args, size_t nargs) {
+  const LaunchSite site{&grid, stream};
+  if (TE_UNLIKELY(!kernel->layers.empty())) {
+    launch_call_at(kernel, options, site, positional_call(args, nargs));
+    return;
+  }
+  launch_in(kernel, &cuda::current_context(), options, site, args, nargs);
 }
 
 bool launch_if_on_device(int ordinal, KernelState* kernel, const InternedOptions* options,
                          const GridSpec& grid, Stream stream, const CallArgs& call) {
   const cuda::ContextInfo& ctx = cuda::current_context();
   if (ctx.ordinal != ordinal) return false;
+  const LaunchSite site{&grid, stream};
   if (call.nnamed == 0 && kernel->layers.empty()) {
-    launch_in(kernel, ctx, options, grid, stream, call.vals, call.npos);
+    launch_in(kernel, &ctx, options, site, call.vals, call.npos);
   } else {
-    launch_call(kernel, options, grid, stream, call);
+    launch_call_at(kernel, options, site, call);
   }
   return true;
 }
@@ -388,40 +425,6 @@ const CompiledKernel& prepare_kernel(KernelState* kernel, const InternedOptions*
   if (e->function_for(ctx.ctx) == nullptr) load_function(k, *e, ctx);
   return *e->kernel;
 }
-
-// The compiled kernel the calling thread's last dry run resolved (last_dry_run_kernel()).
-__attribute__((tls_model("initial-exec"))) thread_local const CompiledKernel* t_dry_run_kernel =
-    nullptr;
-
-void note_dry_run(const Entry* e) noexcept { t_dry_run_kernel = e->kernel.get(); }
-
-int host_path_dry_run(KernelState* kernel, const InternedOptions* options, const ArgValue* args,
-                      size_t nargs, uint64_t* slots_out) {
-  // The launch path up to the driver call, for a compile-only target: what the CPU
-  // benchmark and the allocation test measure.
-  KernelState& k = *kernel;
-  const uint32_t target = explicit_target_code();
-  TE_CHECK(target != 0, ValueError) << "host_path_dry_run needs an explicit target";
-  if (TE_UNLIKELY(!k.layers.empty())) {
-    return dry_run_call(kernel, options, positional_call(args, nargs), slots_out);
-  }
-  Bound b;
-  uint64_t slots[kMaxLeaves + 2];
-  uint32_t np = 0;
-  DescSlots descs;
-  Entry* e = find_one_pass(k, options, target, args, nargs, b, slots, &np, descs);
-  if (TE_UNLIKELY(e == nullptr))
-    return general_path(kernel, options, target, args, nargs, nullptr, slots_out);
-  if (TE_UNLIKELY(descs.n != 0))
-    return launch_with_descriptors(kernel, e, nullptr, descs, slots, np, slots_out);
-  if (TE_UNLIKELY(e->packs_ones))
-    np = insert_ones(e->one_slots.data(), e->one_slots.size(), slots, np);
-  note_dry_run(e);
-  if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
-  return static_cast<int>(np);
-}
-
-const CompiledKernel* last_dry_run_kernel() noexcept { return t_dry_run_kernel; }
 
 void check_launch_grid(const KernelState& kernel, const Grid& grid, uint32_t num_ctas) {
   check_grid(kernel, grid, num_ctas);

@@ -336,8 +336,6 @@ struct Walk {
   std::vector<const CompiledKernel*>* all = nullptr;
   const TuningResult* result = nullptr;
   bool found_tuner = false;
-  uint64_t* slots = nullptr;  // kDryRun
-  int dry = 0;
   bool memo_ok = true;  // no layer did what the memo of whole calls cannot repeat
   // A config pre-hook the walk applied that a memo hit need not repeat (block shapes from the
   // config alone: Choice::hook_fixed; a descriptor's map does not depend on its block shape).
@@ -429,7 +427,7 @@ void finish(Walk& w, Frame& f) {
   }
   switch (f.mode) {
     case FrameMode::kLaunch:
-      launch(&w.inner, f.options, *f.grid, f.stream, f.vals, f.np);
+      launch_plain(&w.inner, f.options, *f.site, f.vals, f.np);
       return;
     case FrameMode::kCompile:
       w.compiled = &compile(&w.inner, f.options, f.vals, f.np);
@@ -444,9 +442,6 @@ void finish(Walk& w, Frame& f) {
       interpret(&w.inner, *f.grid, f.vals, f.np);
       return;
     case FrameMode::kQuery:
-      return;
-    case FrameMode::kDryRun:
-      w.dry = host_path_dry_run(&w.inner, f.options, f.vals, f.np, w.slots);
       return;
   }
 }
@@ -573,7 +568,7 @@ bool apply_hook_expression(Walk& w, HookedHold& hold, const KernelState& k, cons
                                                           : describe_value(f.vals[p]))
                                 << ", not a TensorDescriptor";
   }
-  if (f.mode == FrameMode::kLaunch) {
+  if (f.device_launch()) {
     for (uint32_t i = 0; i < r.num_zeroed; ++i) {
       const uint16_t p = r.zeroed[i];
       const int16_t ci = f.call_index[p];
@@ -625,12 +620,12 @@ void finish_choice(const KernelState& k, Choice& c) {
 
 namespace {
 
-// Autotuner.run's call of choice c's pre_hook before the launch (or its dry run; for a hook
-// the runtime applies, before a compile too: the block shapes decide the kernel).
+// Autotuner.run's call of choice c's pre_hook before the launch (at any site; for a hook the
+// runtime applies, before a compile too: the block shapes decide the kernel).
 void apply_pre_hook(Walk& w, HookedHold& hold, KernelState& k, const TuneLayer& t, const Choice& c,
                     Frame& f) {
   const bool launches = f.mode == FrameMode::kLaunch || f.mode == FrameMode::kCompile ||
-                        f.mode == FrameMode::kPrepare || f.mode == FrameMode::kDryRun;
+                        f.mode == FrameMode::kPrepare;
   if (!launches) return;
   if (c.hook_in_cpp() && apply_hook_expression(w, hold, k, c, f)) {
     // Block shapes from the config alone: the entry the memo finds was compiled for them, and
@@ -644,7 +639,7 @@ void apply_pre_hook(Walk& w, HookedHold& hold, KernelState& k, const TuneLayer& 
     return;
   }
   w.memo_ok = false;  // Python runs on every launch
-  if (f.mode != FrameMode::kLaunch && f.mode != FrameMode::kDryRun) return;
+  if (f.mode != FrameMode::kLaunch) return;
   for (HookedBlock& h : run_config_pre_hook(k, t, c, f)) {
     set_hooked_block(w, hold, k, f, h.param, h.block.data(), h.block.size());
   }
@@ -715,7 +710,6 @@ KernelState& inner_of(KernelState* k) { return k->inner != nullptr ? *k->inner :
 // ---- whole positional calls, memoised ----------------------------------------------------
 
 std::atomic<bool> g_call_memo_on{true};
-std::atomic<uint64_t> g_call_memo_hits{0};
 
 inline bool has_bit(const uint64_t* m, uint32_t p) noexcept {
   return ((m[p >> 6] >> (p & 63)) & 1) != 0;
@@ -769,7 +763,7 @@ inline Entry* find_memoised(KernelState& k, const InternedOptions* options, cons
   return e;
 }
 
-// After a walk that launched (or dry-ran) a positional call: memoises it when its layers
+// After a walk that launched a positional call (at any site): memoises it when its layers
 // read only what a key holds and the inner kernel's packed arguments are the call's own.
 void remember_call(KernelState& k, const InternedOptions* options, const CallArgs& call,
                    const Frame& f, const Walk& w, uint32_t target) {
@@ -854,12 +848,14 @@ void remember_call(KernelState& k, const InternedOptions* options, const CallArg
 }
 
 void start(KernelState* kernel, const InternedOptions* options, const CallArgs& call,
-           FrameMode mode, const GridSpec* grid, Stream stream, Walk& w, uint32_t target = 0) {
+           FrameMode mode, const GridSpec* grid, Walk& w, const LaunchSite* site = nullptr,
+           uint32_t target = 0) {
   Frame f;
   f.options = options;
   f.mode = mode;
-  f.grid = grid;
-  f.stream = stream;
+  f.site = site;
+  f.grid = site != nullptr ? site->grid : grid;
+  f.stream = site != nullptr ? site->stream : nullptr;
   bind_frame(*kernel, call, f);
   walk(w, 0, f);
   if (target != 0 && call.nnamed == 0 && g_call_memo_on.load(std::memory_order_relaxed)) {
@@ -1015,22 +1011,30 @@ int call_param_index(const KernelState* kernel, const CallArgs& call, uint32_t i
   return find_param(*kernel, call.names[index - call.npos]);
 }
 
-void launch_call(KernelState* kernel, const InternedOptions* options, const GridSpec& grid,
-                 Stream stream, const CallArgs& call) {
+void launch_call_at(KernelState* kernel, const InternedOptions* options, const LaunchSite& site,
+                    const CallArgs& call) {
   if (kernel->layers.empty()) {
     // A plain kernel's named call: its positional equivalent, launched the plain way.
     ArgValue vals[kMaxArgs];
     if (TE_LIKELY(plain_positional(*kernel, call, vals))) {
-      launch(kernel, options, grid, stream, vals, kernel->params.size());
+      launch_plain(kernel, options, site, vals, kernel->params.size());
       return;
     }
   }
+  // The memo of whole calls: at a launch site (with a driver) for the current context's
+  // target; at a capturing site for the explicit one (none: the walk raises).
   uint32_t target = 0;
-  if (call.nnamed == 0 && kernel->call_memo && cuda::api().ok &&
-      g_call_memo_on.load(std::memory_order_relaxed)) {
-    const cuda::ContextInfo& ctx = cuda::current_context();
+  const cuda::ContextInfo* ctx = nullptr;
+  if (call.nnamed == 0 && kernel->call_memo && g_call_memo_on.load(std::memory_order_relaxed)) {
     const uint32_t forced = explicit_target_code();
-    target = forced != 0 ? forced : target_code(ctx.arch, 32);
+    if (site.capture != nullptr) {
+      target = forced;
+    } else if (cuda::api().ok) {
+      ctx = &cuda::current_context();
+      target = forced != 0 ? forced : target_code(ctx->arch, 32);
+    }
+  }
+  if (target != 0) {
     uint64_t slots[kMaxLeaves + 2];
     uint32_t np = 0;
     const CallTail* tail = nullptr;
@@ -1039,32 +1043,41 @@ void launch_call(KernelState* kernel, const InternedOptions* options, const Grid
       KernelState& inner = inner_of(kernel);
       ArgValue all[kMaxArgs];
       const ArgValue* meta_args = nullptr;
-      if (grid.fn != nullptr) {
+      if (ctx != nullptr && site.grid->fn != nullptr) {
         std::memcpy(static_cast<void*>(all), call.vals, call.npos * sizeof(ArgValue));
         std::memcpy(static_cast<void*>(all + call.npos), tail->vals.data(),
                     tail->vals.size() * sizeof(ArgValue));
         meta_args = all;
       }
       if (TE_UNLIKELY(descs.n != 0)) {
-        const LaunchSite site{ctx, grid, stream, meta_args};
-        launch_with_descriptors(&inner, e, &site, descs, slots, np, nullptr);
+        launch_with_descriptors(&inner, e, site, ctx, meta_args, descs, slots, np,
+                                Found::kCallMemo);
+        return;
+      }
+      if (ctx == nullptr) {
+        capture_at(site, e, slots, np, Found::kCallMemo);
         return;
       }
       void* params[kMaxLeaves + 2];
       for (uint32_t i = 0; i < np; ++i) params[i] = &slots[i];
-      launch_entry(&inner, e, ctx, grid, stream, meta_args, slots, params, np);
+      launch_entry(&inner, e, *ctx, *site.grid, site.stream, meta_args, slots, params, np);
       return;
     }
   }
   Walk w{*kernel, inner_of(kernel)};
-  start(kernel, options, call, FrameMode::kLaunch, &grid, stream, w, target);
+  start(kernel, options, call, FrameMode::kLaunch, nullptr, w, &site, target);
+}
+
+void launch_call(KernelState* kernel, const InternedOptions* options, const GridSpec& grid,
+                 Stream stream, const CallArgs& call) {
+  launch_call_at(kernel, options, LaunchSite{&grid, stream}, call);
 }
 
 const CompiledKernel& compile_call(KernelState* kernel, const InternedOptions* options,
                                    const CallArgs& call, const GridSpec* prepare_grid) {
   Walk w{*kernel, inner_of(kernel)};
   start(kernel, options, call, prepare_grid != nullptr ? FrameMode::kPrepare : FrameMode::kCompile,
-        prepare_grid, nullptr, w);
+        prepare_grid, w);
   return *w.compiled;
 }
 
@@ -1073,57 +1086,24 @@ std::vector<const CompiledKernel*> warmup_call(KernelState* kernel, const Intern
   std::vector<const CompiledKernel*> all;
   Walk w{*kernel, inner_of(kernel)};
   w.all = &all;
-  start(kernel, options, call, FrameMode::kWarmup, nullptr, nullptr, w);
+  start(kernel, options, call, FrameMode::kWarmup, nullptr, w);
   return all;
 }
 
 const TuningResult* tuning_result_call(KernelState* kernel, const InternedOptions* options,
                                        const CallArgs& call) {
   Walk w{*kernel, inner_of(kernel)};
-  start(kernel, options, call, FrameMode::kQuery, nullptr, nullptr, w);
+  start(kernel, options, call, FrameMode::kQuery, nullptr, w);
   TE_CHECK(w.found_tuner, ValueError)
       << full_name(*kernel) << " is not wrapped in @triton.autotune; it has no tuning result";
   return w.result;
 }
 
-int dry_run_call(KernelState* kernel, const InternedOptions* options, const CallArgs& call,
-                 uint64_t* slots_out) {
-  if (kernel->layers.empty()) {
-    ArgValue vals[kMaxArgs];
-    if (TE_LIKELY(plain_positional(*kernel, call, vals))) {
-      return host_path_dry_run(kernel, options, vals, kernel->params.size(), slots_out);
-    }
-  }
-  const uint32_t target = explicit_target_code();
-  const bool memo = call.nnamed == 0 && kernel->call_memo && target != 0 &&
-                    g_call_memo_on.load(std::memory_order_relaxed);
-  if (memo) {
-    uint64_t slots[kMaxLeaves + 2];
-    uint32_t np = 0;
-    const CallTail* tail = nullptr;
-    DescSlots descs;
-    if (Entry* e = find_memoised(*kernel, options, call, target, slots, &np, &tail, descs)) {
-      g_call_memo_hits.fetch_add(1, std::memory_order_relaxed);
-      if (TE_UNLIKELY(descs.n != 0)) {
-        return launch_with_descriptors(&inner_of(kernel), e, nullptr, descs, slots, np, slots_out);
-      }
-      note_dry_run(e);
-      if (slots_out != nullptr) std::memcpy(slots_out, slots, np * sizeof(uint64_t));
-      return static_cast<int>(np);
-    }
-  }
-  Walk w{*kernel, inner_of(kernel)};
-  w.slots = slots_out;
-  start(kernel, options, call, FrameMode::kDryRun, nullptr, nullptr, w, memo ? target : 0);
-  return w.dry;
-}
-
 void set_call_memo(bool on) { g_call_memo_on.store(on, std::memory_order_relaxed); }
-uint64_t call_memo_hits() { return g_call_memo_hits.load(std::memory_order_relaxed); }
 
 void interpret_call(KernelState* kernel, const GridSpec& grid, const CallArgs& call) {
   Walk w{*kernel, inner_of(kernel)};
-  start(kernel, nullptr, call, FrameMode::kInterpret, &grid, nullptr, w);
+  start(kernel, nullptr, call, FrameMode::kInterpret, &grid, w);
 }
 
 }  // namespace triton_embed::detail

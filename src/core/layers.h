@@ -12,6 +12,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <memory>
@@ -157,6 +158,52 @@ struct LayerParams {
 // Fills k.layer_params from its layers (each layer's loader calls it once they are read).
 TE_INTERNAL_API void index_layer_params(KernelState& k);
 
+// ---- where a call goes -------------------------------------------------------------------
+//
+// Every launch ends at a LaunchSite. Once the launch path has resolved a call's cache entry
+// (the inner kernel's, for a wrapped kernel) and packed its arguments, a launch site launches
+// them in the calling thread's current context on its grid and stream. A capturing site (one
+// with a caller's Captured) leaves them there instead and runs nothing on a device: its keys
+// are for the explicit target (set_target, TRITON_EMBED_TARGET), which must be set, and a
+// config pre-hook's zeroing of tensors (a device effect) is left out. Everything before the
+// last step (binding, compiles, the layers' heuristics and tunings, the memo of whole calls)
+// is the same at both.
+
+struct Entry;
+
+// How the launch path found a call's entry.
+enum class Found : uint8_t {
+  kHit,       // in the kernel's cache
+  kMiss,      // not in the cache: this call built it (compile_entry)
+  kCallMemo,  // the memo of whole positional calls of a wrapped kernel resolved the call
+};
+
+// What a call at a capturing site leaves for its caller instead of launching.
+// The caller sets `slots`; the launch path sets the rest.
+struct Captured {
+  uint64_t* slots;  // where the packed kernel arguments go (null: nowhere)
+  Entry* entry;     // the cache entry that would launch (a wrapped kernel's inner kernel's)
+  uint32_t np;      // how many packed arguments (the scratch pointers aside)
+  Found found;
+};
+
+struct LaunchSite {
+  const GridSpec* grid = nullptr;  // a launch's grid and stream
+  Stream stream = nullptr;
+  Captured* capture = nullptr;  // a capturing site's (null: launch)
+};
+
+// A call launched at `site`: positional (launch_at), or with named arguments or through a
+// wrapped kernel's layers (launch_call_at). The product's launch() and launch_call() are these
+// at a launch site; a capturing site gets what a launch would have launched.
+TE_INTERNAL_API void launch_at(KernelState* kernel, const InternedOptions* options,
+                               const LaunchSite& site, const ArgValue* args, size_t nargs);
+TE_INTERNAL_API void launch_call_at(KernelState* kernel, const InternedOptions* options,
+                                    const LaunchSite& site, const CallArgs& call);
+// A plain (unwrapped) kernel's positional call at `site` (launch_at without the layers).
+void launch_plain(KernelState* kernel, const InternedOptions* options, const LaunchSite& site,
+                  const ArgValue* args, size_t nargs);
+
 // What a call through the layers is for.
 enum class FrameMode : uint8_t {
   kLaunch,
@@ -165,7 +212,6 @@ enum class FrameMode : uint8_t {
   kWarmup,
   kInterpret,
   kQuery,
-  kDryRun
 };
 
 // The options a triton.Config always passes (all_kwargs), as bits of Frame::heuristic_options.
@@ -187,9 +233,15 @@ struct Frame {
   const InternedOptions* options = nullptr;
   const CallArgs* call = nullptr;
   FrameMode mode = FrameMode::kLaunch;
-  const GridSpec* grid = nullptr;
+  const LaunchSite* site = nullptr;  // kLaunch: where the call goes
+  const GridSpec* grid = nullptr;    // kLaunch: the site's (none for a capturing site)
   Stream stream = nullptr;
   uint32_t heuristic_options = 0;  // kOpt* bits: options an outer heuristic set
+
+  // A launch in the current context (not a capturing site): what the device sees happens.
+  bool device_launch() const noexcept {
+    return mode == FrameMode::kLaunch && site->capture == nullptr;
+  }
 
   // The parameters given (by the call, a layer or a config; not defaults), bit p of word
   // p / 64: the keys of the dict Python hands a heuristic or a hook (expr::evaluate's `given`).
@@ -266,16 +318,6 @@ void note_choice(TuneLayer& t, const Frame& f, const MemoKey& key, uint32_t targ
 // The memo key of a heuristic: exactly what its plan says it read.
 TE_INTERNAL_API void heuristic_memo_key(const HeuristicPlan& plan, const Frame& f, MemoKey& key);
 
-// Dry runs: the launch path up to the driver call, for a compile-only target (an explicit
-// target is required), which the CPU benchmark and the tests measure through src/testing/.
-// host_path_dry_run (src/core/launch.cc) takes a positional call; dry_run_call a layered or
-// named one (host_path_dry_run of the inner kernel after the layers). Both return the number
-// of packed kernel parameters on a cache hit, -(n + 1) after a miss (which compiled).
-TE_INTERNAL_API int host_path_dry_run(KernelState* kernel, const InternedOptions* options,
-                                      const ArgValue* args, size_t nargs, uint64_t* slots_out);
-TE_INTERNAL_API int dry_run_call(KernelState* kernel, const InternedOptions* options,
-                                 const CallArgs& call, uint64_t* slots_out);
-
 // Binds a call into a frame (positional, then named; Python's binder errors as TypeError).
 void bind_frame(const KernelState& k, const CallArgs& call, Frame& f);
 
@@ -292,17 +334,9 @@ struct ContextInfo;
 
 namespace triton_embed::detail {
 
-struct Entry;
-
-// Records the entry a dry run resolved; last_dry_run_kernel() reads it back (the calling
-// thread's last).
-void note_dry_run(const Entry* e) noexcept;
-TE_INTERNAL_API const CompiledKernel* last_dry_run_kernel() noexcept;
-
-// Whether launches and dry runs of wrapped kernels use the memo of whole positional calls
-// (default on; the tests compare both), and how many dry runs it resolved.
+// Whether launches of wrapped kernels use the memo of whole positional calls (default on; the
+// tests compare both).
 TE_INTERNAL_API void set_call_memo(bool on);
-TE_INTERNAL_API uint64_t call_memo_hits();
 
 // What a launch raises before the driver call for `grid` (OverflowError, ValueError), or
 // nothing: the launch path's own check, out of line for the tests.
@@ -317,18 +351,21 @@ void launch_entry(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx, c
                   Stream stream, const ArgValue* args, uint64_t* slots, void** params, uint32_t np);
 
 struct DescSlots;  // core/tensor_map.h
-// Where a launch goes; none for a dry run. `args` (all parameters) for a grid callable's Meta.
-struct LaunchSite {
-  const cuda::ContextInfo& ctx;
-  const GridSpec& grid;
-  Stream stream;
-  const ArgValue* args;
-};
-// The launch at `site` of the one-pass values values[0, n) of a call with host descriptors
-// (descs), packed with e's TMA metadata (expand_descriptors); or, with no site, its dry run
-// (host_path_dry_run's result, the packed values to slots_out).
-int launch_with_descriptors(KernelState* kernel, Entry* e, const LaunchSite* site,
-                            const DescSlots& descs, const uint64_t* values, uint32_t n,
-                            uint64_t* slots_out);
+// The last step at `site` of the one-pass values values[0, n) of a call with host descriptors
+// (descs), packed with e's TMA metadata (expand_descriptors): the launch in `ctx`, or with no
+// ctx the site's capture. `args` (all parameters) for a grid callable's Meta.
+void launch_with_descriptors(KernelState* kernel, Entry* e, const LaunchSite& site,
+                             const cuda::ContextInfo* ctx, const ArgValue* args,
+                             const DescSlots& descs, const uint64_t* values, uint32_t n,
+                             Found found);
+// The last step at a capturing site: entry e and its packed values slots[0, np).
+inline void capture_at(const LaunchSite& site, Entry* e, const uint64_t* slots, uint32_t np,
+                       Found found) {
+  Captured& c = *site.capture;
+  c.entry = e;
+  c.np = np;
+  c.found = found;
+  if (c.slots != nullptr) std::memcpy(c.slots, slots, np * sizeof(uint64_t));
+}
 
 }  // namespace triton_embed::detail

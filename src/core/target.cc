@@ -24,12 +24,17 @@ bool parse_int(std::string_view s, int* out) {
   return true;
 }
 
-std::atomic<uint32_t> g_target{0};
-std::atomic<bool> g_env_read{false};
 std::once_flag g_env_once;
 
+}  // namespace
+
+namespace detail {
+
+std::atomic<uint32_t> g_target{0};
+std::atomic<bool> g_target_env_read{false};
+
 void read_env_target() {
-  if (g_env_read.load(std::memory_order_acquire)) return;  // the launch path's case
+  if (g_target_env_read.load(std::memory_order_acquire)) return;
   std::call_once(g_env_once, [] {
     const char* env = std::getenv("TRITON_EMBED_TARGET");
     if (env != nullptr && *env != '\0') {
@@ -40,13 +45,13 @@ void read_env_target() {
         throw ValueError(std::string("TRITON_EMBED_TARGET: ") + e.what());
       }
       uint32_t expected = 0;
-      g_target.compare_exchange_strong(expected, detail::target_code(t.arch, t.warp_size));
+      g_target.compare_exchange_strong(expected, target_code(t.arch, t.warp_size));
     }
-    g_env_read.store(true, std::memory_order_release);
+    g_target_env_read.store(true, std::memory_order_release);
   });
 }
 
-}  // namespace
+}  // namespace detail
 
 Target Target::parse(std::string_view text) {
   std::string_view s = text;
@@ -81,13 +86,13 @@ std::string Target::str() const {
 }
 
 void set_target(std::optional<Target> target) {
-  read_env_target();
+  detail::read_env_target();
   if (target.has_value()) {
     TE_CHECK(target->backend == "cuda", ValueError)
         << "set_target: only the 'cuda' backend is supported, got '" << target->backend << "'";
-    g_target.store(detail::target_code(target->arch, target->warp_size));
+    detail::g_target.store(detail::target_code(target->arch, target->warp_size));
   } else {
-    g_target.store(0);
+    detail::g_target.store(0);
   }
 }
 
@@ -107,11 +112,6 @@ std::string target_str(uint32_t code) {
   t.arch = target_arch(code);
   t.warp_size = target_warp_size(code);
   return t.str();
-}
-
-uint32_t explicit_target_code() {
-  read_env_target();
-  return g_target.load(std::memory_order_relaxed);
 }
 
 uint32_t current_target_code() {

@@ -3,6 +3,7 @@
 // Compile targets as 32-bit codes (arch | warp_size << 16) for the cache key, and the
 // process-wide explicit target (set_target / RuntimeOptions::target / TRITON_EMBED_TARGET).
 
+#include <atomic>
 #include <cstdint>
 
 #include "core/internal_api.h"
@@ -17,8 +18,18 @@ inline int target_arch(uint32_t code) { return static_cast<int>(code & 0xFFFF); 
 inline int target_warp_size(uint32_t code) { return static_cast<int>(code >> 16); }
 TE_INTERNAL_API std::string target_str(uint32_t code);
 
-// 0 when no explicit target is set. Reads TRITON_EMBED_TARGET on first use.
-uint32_t explicit_target_code();
+// The explicit target's code (0: none), and whether TRITON_EMBED_TARGET was read
+// (read_env_target, once): core/target.cc.
+extern std::atomic<uint32_t> g_target;
+extern std::atomic<bool> g_target_env_read;
+void read_env_target();
+
+// 0 when no explicit target is set. Reads TRITON_EMBED_TARGET on first use. Inline: every
+// launch reads it.
+inline uint32_t explicit_target_code() {
+  if (__builtin_expect(!g_target_env_read.load(std::memory_order_acquire), 0)) read_env_target();
+  return g_target.load(std::memory_order_relaxed);
+}
 
 // The explicit target, else the current device's (making device 0's primary context current
 // when none is); 0 when neither is known (no explicit target, no usable driver). Slow paths.

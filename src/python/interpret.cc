@@ -27,8 +27,9 @@ void python_interpret(KernelState* kernel, const GridSpec& grid, const ArgValue*
   // the arguments as passed and fills in its defaults itself.
   ArgValue buf[kMaxArgs];
   const ArgValue* full = with_defaults(k, args, nargs, buf);
-  const Grid g =
-      grid.fn != nullptr ? grid.fn(grid.ctx, Meta(kernel, full, k.params.size())) : grid.fixed;
+  const Grid g = grid.fn != nullptr
+                     ? grid.fn(grid.ctx, MetaAccess::make(kernel, full, k.params.size()))
+                     : grid.fixed;
   TE_CHECK(g.x >= 0 && g.y >= 0 && g.z >= 0, ValueError)
       << "interpreting " << full_name(k) << ": grid (" << g.x << ", " << g.y << ", " << g.z
       << ") has a negative axis";

@@ -205,7 +205,7 @@ pyb::object python_grid(KernelState& k, const Frame& f) {
       }
       vals[p] = v;
     }
-    const Grid g = spec.fn(spec.ctx, Meta(kp, vals, kk.params.size()));
+    const Grid g = spec.fn(spec.ctx, MetaAccess::make(kp, vals, kk.params.size()));
     return pyb::make_tuple(g.x, g.y, g.z);
   });
 }
@@ -405,7 +405,7 @@ std::unique_ptr<Choice> python_tune(KernelState& k, const TuneLayer& t, const Fr
   std::unique_ptr<Choice> made;
   {
     int device = 0;
-    if (cuda::api().ok && (f.mode == FrameMode::kLaunch || f.mode == FrameMode::kPrepare)) {
+    if (cuda::api().ok && (f.device_launch() || f.mode == FrameMode::kPrepare)) {
       const cuda::ContextInfo& ctx = cuda::current_context();
       device = static_cast<int>(ctx.device);
       CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;

@@ -34,10 +34,6 @@ uint64_t tensor_map_encodes() { return detail::tensor_map_encodes(); }
 
 void set_call_memo(bool on) { detail::set_call_memo(on); }
 
-uint64_t call_memo_hits() { return detail::call_memo_hits(); }
-
-const CompiledKernel* last_dry_run_kernel() noexcept { return detail::last_dry_run_kernel(); }
-
 void check_grid(KernelState* kernel, const Grid& grid, uint32_t num_ctas) {
   check_launch_grid(*kernel, grid, num_ctas);
 }

@@ -7,22 +7,19 @@
  *  src/python/ headers).
  */
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "core/cache.h"
 #include "core/jit_internal.h"
+#include "core/layers.h"
 #include "core/tensor_map.h"
 #include "core/tensor_map_encode.h"
 #include "triton_embed/jit.h"
 
 namespace triton_embed::detail {
-
-// The launch path up to the driver call (src/core/launch.cc, src/core/layers.cc).
-TE_INTERNAL_API int host_path_dry_run(KernelState* kernel, const InternedOptions* options,
-                                      const ArgValue* args, size_t nargs, uint64_t* slots_out);
-TE_INTERNAL_API int dry_run_call(KernelState* kernel, const InternedOptions* options,
-                                 const CallArgs& call, uint64_t* slots_out);
 
 namespace testing {
 
@@ -30,6 +27,10 @@ namespace testing {
 inline KernelState* state(const JitFunction& fn) noexcept { return JitAccess::state(fn); }
 inline const InternedOptions* interned_options(const JitFunction& fn) noexcept {
   return JitAccess::options(fn);
+}
+/*! The Meta a grid callable of \p fn sees for these values (every parameter's, in order). */
+inline Meta meta(const JitFunction& fn, const ArgValue* args, size_t nargs) noexcept {
+  return MetaAccess::make(state(fn), args, nargs);
 }
 /*! The 128 bytes of the CUtensorMap cached in descriptor \p d: what its last launch encoded
  *  (the benchmark's raw launches pass it). */
@@ -59,16 +60,54 @@ void* specialization_of(const JitFunction& fn, const Args&... args) {
   return specialization(state(fn), vals, sizeof...(Args));
 }
 
-/*! The launch path up to the driver call (explicit target required), named arguments and
- *  wrapped kernels included. Returns the number of packed kernel parameters on a cache hit,
- *  -(n + 1) after a miss (which compiled). */
+/*! The calling thread's capturing site and what it last captured (read through
+ *  last_dry_run_kernel()), and how many dry runs the memo of whole calls resolved in this
+ *  process (call_memo_hits()). */
+struct DryRunSite {
+  Captured captured{nullptr, nullptr, 0, Found::kHit};
+  LaunchSite site;
+};
+inline thread_local DryRunSite t_dry_run;
+inline std::atomic<uint64_t> g_dry_run_memo_hits{0};
+
+/*! The calling thread's capturing site, its packed values going to \p slots_out. */
+inline const LaunchSite& dry_run_site(uint64_t* slots_out) {
+  DryRunSite& d = t_dry_run;
+  d.captured.slots = slots_out;
+  d.site.capture = &d.captured;
+  return d.site;
+}
+
+/*! What a dry run returns for what the thread's site captured (and notes a memo hit). */
+inline int dry_run_result() {
+  const Captured& c = t_dry_run.captured;
+  if (c.found == Found::kCallMemo) g_dry_run_memo_hits.fetch_add(1, std::memory_order_relaxed);
+  const int n = static_cast<int>(c.np);
+  return c.found == Found::kMiss ? -n - 1 : n;
+}
+
+/*! Dry runs: the launch path up to the driver call, for a compile-only target (an explicit
+ *  target is required), which the CPU benchmark and the tests measure. The call goes to a
+ *  capturing site (core/layers.h), which leaves what the launch path resolved instead of
+ *  launching it: the packed kernel parameters go to \p slots_out (when not null), the
+ *  compiled kernel to last_dry_run_kernel(). Returns the number of packed kernel parameters
+ *  on a cache hit, -(n + 1) after a miss (which compiled). dry_run_values takes a positional
+ *  call (a wrapped kernel's goes through its layers), dry_run (a template) any. */
+inline int dry_run_values(KernelState* kernel, const InternedOptions* options, const ArgValue* args,
+                          size_t nargs, uint64_t* slots_out) {
+  launch_at(kernel, options, dry_run_site(slots_out), args, nargs);
+  return dry_run_result();
+}
+
+/*! A dry run of \p fn on these arguments, named arguments and wrapped kernels included. */
 template <class... Args>
 int dry_run(const JitFunction& fn, uint64_t* slots_out, const Args&... args) {
   CallStorage<Args...> s(args...);
   if constexpr (CallStorage<Args...>::kNamed == 0) {
-    return host_path_dry_run(state(fn), interned_options(fn), s.vals, sizeof...(Args), slots_out);
+    return dry_run_values(state(fn), interned_options(fn), s.vals, sizeof...(Args), slots_out);
   } else {
-    return dry_run_call(state(fn), interned_options(fn), s.call(), slots_out);
+    launch_call_at(state(fn), interned_options(fn), dry_run_site(slots_out), s.call());
+    return dry_run_result();
   }
 }
 
@@ -87,11 +126,14 @@ std::vector<uint64_t> key_words_of(const JitFunction& fn, const Args&... args) {
   return key_words(state(fn), vals, sizeof...(Args));
 }
 /*! Whether launches and dry runs of wrapped kernels use the memo of whole positional calls
- *  (default on; tests compare both), and how many calls it resolved so far. */
+ *  (default on; tests compare both), and how many dry runs it resolved so far. */
 void set_call_memo(bool on);
-uint64_t call_memo_hits();
+inline uint64_t call_memo_hits() { return g_dry_run_memo_hits.load(std::memory_order_relaxed); }
 /*! The compiled kernel the calling thread's last dry run resolved. */
-const CompiledKernel* last_dry_run_kernel() noexcept;
+inline const CompiledKernel* last_dry_run_kernel() noexcept {
+  const Entry* e = t_dry_run.captured.entry;
+  return e != nullptr ? e->kernel.get() : nullptr;
+}
 
 template <class... Args>
 int fast_path_agrees_for(const JitFunction& fn, const Args&... args) {

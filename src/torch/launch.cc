@@ -108,19 +108,15 @@ void set_torch_python_hooks(const TorchPythonHooks* hooks) {
   }
 }
 
-void check_can_interpret(std::string_view where) {
-  if (g_python.load(std::memory_order_acquire) == nullptr) throw_cannot_interpret(where);
-}
-
 void throw_bad_scalar(const c10::Scalar& s) {
   throw TypeError(std::string("a c10::Scalar of type ") + c10::toString(s.type()) +
                   (s.isSymbolic() ? " (symbolic)" : "") +
                   " has no Triton type; pass a bool, integer or floating-point scalar");
 }
 
-void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, size_t npos,
-                  const ArgName* names, size_t nnamed, const TensorRef* tensors, size_t ntensors,
-                  void* const* py_objects) {
+void torch_launch_from_python(const JitFunction& fn, const GridSpec& grid, ArgValue* args,
+                              size_t npos, const ArgName* names, size_t nnamed,
+                              const TensorRef* tensors, size_t ntensors, void* const* py_objects) {
   CallArgs call;
   call.vals = args;
   call.npos = static_cast<uint32_t>(npos);
@@ -180,4 +176,19 @@ void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, s
   }
 }
 
+void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, size_t npos,
+                  const ArgName* names, size_t nnamed, const TensorRef* tensors, size_t ntensors) {
+  torch_launch_from_python(fn, grid, args, npos, names, nnamed, tensors, ntensors, nullptr);
+}
+
 }  // namespace triton_embed::detail
+
+namespace triton_embed {
+
+void check_can_interpret(std::string_view where) {
+  if (detail::g_python.load(std::memory_order_acquire) == nullptr) {
+    detail::throw_cannot_interpret(where);
+  }
+}
+
+}  // namespace triton_embed

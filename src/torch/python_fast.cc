@@ -881,8 +881,8 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
     const InternedOptions* options =
         noptions == 0 ? nullptr : options_of(k, args + npos, kwnames, option_at, noptions);
     const JitFunction fn = JitAccess::make(k->state, options != nullptr ? options : k->no_options);
-    torch_launch(fn, spec, c.vals, positional ? ncall : npos, names, positional ? 0 : nnamed,
-                 c.tensors, c.ntensors, objects);
+    torch_launch_from_python(fn, spec, c.vals, positional ? ncall : npos, names,
+                             positional ? 0 : nnamed, c.tensors, c.ntensors, objects);
   } catch (...) {
     // A call the library refuses (missing or repeated arguments, an unknown option, a value it
     // does not take) goes to Triton's launcher, which raises its own exception for it, or

@@ -45,6 +45,15 @@ struct TorchPythonHooks {
                             const CallArgs& call);
 };
 
+// torch_launch for a launch from Python (triton_embed.jit, src/torch/python_fast.cc):
+// py_objects[i] is the PyObject* of the call's argument i, which the Python code of the
+// kernel's layers sees as it is (TensorArgs::py_objects).
+TRITON_EMBED_TORCH_API void torch_launch_from_python(const JitFunction& fn, const GridSpec& grid,
+                                                     ArgValue* args, size_t npos,
+                                                     const ArgName* names, size_t nnamed,
+                                                     const TensorRef* tensors, size_t ntensors,
+                                                     void* const* py_objects);
+
 // Registers the bridge (once, from its library's static initialiser; the table must live as
 // long as the process). A second, different table is an internal error.
 TRITON_EMBED_TORCH_API void set_torch_python_hooks(const TorchPythonHooks* hooks);

@@ -225,7 +225,7 @@ TEST_F(Errors, GridMetaLookups) {
   te::detail::ArgValue vals[6];  // Constexpr takes a nested slot
   te::detail::fill_args(vals, at<float>(0x1000), at<float>(0x2000), at<float>(0x3000), 4096,
                         te::Constexpr(256));
-  const te::Meta meta(te::detail::testing::state(add), vals, 5);
+  const te::Meta meta = te::detail::testing::meta(add, vals, 5);
   EXPECT_EQ(meta["n_elements"], 4096);
   EXPECT_EQ(meta["BLOCK"], 256);
   EXPECT_EQ(meta.get_float("BLOCK"), 256.0);
@@ -499,7 +499,7 @@ TEST_F(ErrorTable, GridCallableUnknownNameIsLookupError) {
   te::JitFunction add("pykernels.vector", "add_kernel");
   te::detail::ArgValue vals[5];
   te::detail::fill_args(vals, ptr(0x1000), ptr(0x2000), ptr(0x3000), 4096, 256);
-  const te::Meta meta(te::detail::testing::state(add), vals, 5);
+  const te::Meta meta = te::detail::testing::meta(add, vals, 5);
   raises_exactly<te::LookupError>([&] { meta["nope"]; });
   raises_exactly<te::TypeError>([&] { meta["x_ptr"]; });
   EXPECT_EQ(python_raises("bound_args(pykernels.vector.add_kernel, X, Y, O, 4096, 256)['nope']"),
@@ -519,9 +519,9 @@ TEST_F(ErrorTable, HostMemoryPointerIsValueError) {
   vals[1].flags = te::detail::kArgHostMemory;  // as the torch layer marks a CPU tensor
   uint64_t slots[8];
   EXPECT_EQ(raises_exactly<te::ValueError>([&] {
-              te::detail::host_path_dry_run(te::detail::testing::state(add),
-                                            te::detail::testing::interned_options(add), vals, 5,
-                                            slots);
+              te::detail::testing::dry_run_values(te::detail::testing::state(add),
+                                                  te::detail::testing::interned_options(add), vals,
+                                                  5, slots);
             }),
             "add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): argument #1 'y_ptr': got a CPU "
             "tensor; a GPU launch needs device memory. Move it to the GPU, or launch with "
