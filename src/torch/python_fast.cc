@@ -463,11 +463,11 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
     return true;
   }
   // The dataclass's fields from its instance dict: one pass over it, its keys compared by
-  // identity with the interned names (attribute names are interned); else a lookup, else as
-  // attributes.
+  // identity with the interned names (attribute names are interned); else as attributes.
   PyObject* dict = PyObject_GenericGetDict(o, nullptr);
   if (dict == nullptr) PyErr_Clear();
   const pyb::object hold_dict = pyb::reinterpret_steal<pyb::object>(dict);
+  enum Field : size_t { kBase, kShape, kStrides, kBlockShape, kPadding, kTf32 };
   PyObject* const names[] = {g_types.s_base,        g_types.s_shape,   g_types.s_strides,
                              g_types.s_block_shape, g_types.s_padding, g_types.s_tf32};
   PyObject* found[std::size(names)] = {};
@@ -480,22 +480,12 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
       }
     }
   }
-  auto field = [&](PyObject* name) -> PyObject* {  // a new reference, or null
-    for (size_t i = 0; i < std::size(names); ++i) {
-      if (names[i] == name && found[i] != nullptr) {
-        Py_INCREF(found[i]);
-        return found[i];
-      }
-    }
-    if (dict != nullptr && PyDict_CheckExact(dict)) {
-      if (PyObject* v = dict_get(dict, name)) {
-        Py_INCREF(v);
-        return v;
-      }
-    }
-    return optional_attr(o, name);
+  auto field = [&](Field i) -> PyObject* {  // names[i]'s value: a new reference, or null
+    if (found[i] == nullptr) return optional_attr(o, names[i]);
+    Py_INCREF(found[i]);
+    return found[i];
   };
-  PyObject* base = field(g_types.s_base);
+  PyObject* base = field(kBase);
   if (base == nullptr) {
     PyErr_SetString(PyExc_TypeError, "a TensorDescriptor argument has no base tensor");
     return false;
@@ -520,10 +510,9 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
   int64_t shape[TensorDescriptor::kMaxRank], strides[TensorDescriptor::kMaxRank],
       block[TensorDescriptor::kMaxRank];
   int rank = -1;
-  for (auto [name, dims] :
-       {std::pair{g_types.s_shape, shape}, std::pair{g_types.s_strides, strides},
-        std::pair{g_types.s_block_shape, block}}) {
-    PyObject* seq = field(name);
+  for (auto [which, dims] :
+       {std::pair{kShape, shape}, std::pair{kStrides, strides}, std::pair{kBlockShape, block}}) {
+    PyObject* seq = field(which);
     if (seq == nullptr) {
       PyErr_SetString(PyExc_TypeError,
                       "a TensorDescriptor argument lacks its shape, strides "
@@ -535,14 +524,14 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
     if (!ok) return false;
   }
   Padding padding = Padding::kZero;
-  if (PyObject* p = field(g_types.s_padding)) {
+  if (PyObject* p = field(kPadding)) {
     padding = PyUnicode_Check(p) && PyUnicode_CompareWithASCIIString(p, "nan") == 0
                   ? Padding::kNan
                   : Padding::kZero;
     Py_DECREF(p);
   }
   bool tf32 = false;
-  if (PyObject* r = field(g_types.s_tf32)) {  // Triton 3.7 and later
+  if (PyObject* r = field(kTf32)) {  // Triton 3.7 and later
     tf32 = PyObject_IsTrue(r) == 1;
     Py_DECREF(r);
   }
