@@ -23,21 +23,83 @@ sys.path.insert(0, ROOT)  # pykernels
 N, BLOCK, BATCHES, PER_BATCH, WARMUP = 4096, 1024, 200, 200, 2000
 
 
-def per_call_us(fns, sync):
-    """Median host time per call of each function (us), measured interleaved batch by batch."""
-    for fn in fns:
-        for _ in range(WARMUP):
-            fn()
+def batch_times_us(fns, sync):
+    """Host time per call of each function (us), batch by batch, the functions interleaved.
+    A function is called PER_BATCH times a batch; a RawFloor launches PER_BATCH times."""
+    batches = [fn.batch if isinstance(fn, RawFloor) else _looped(fn) for fn in fns]
+    for batch in batches:
+        for _ in range(WARMUP // PER_BATCH):
+            batch()
     sync()
     times = [[] for _ in fns]
     for _ in range(BATCHES):
-        for k, fn in enumerate(fns):
+        for k, batch in enumerate(batches):
             t0 = time.perf_counter()
-            for _ in range(PER_BATCH):
-                fn()
+            batch()
             times[k].append((time.perf_counter() - t0) * 1e6 / PER_BATCH)
             sync()
-    return [statistics.median(t) for t in times]
+    return times
+
+
+def _looped(fn):
+    def batch():
+        for _ in range(PER_BATCH):
+            fn()
+    return batch
+
+
+def per_call_us(fns, sync):
+    """Median host time per call of each function (us), measured interleaved batch by batch."""
+    return [statistics.median(t) for t in batch_times_us(fns, sync)]
+
+
+def quantile(v, q):
+    """The q-quantile (0..1) of v, nearest rank (launch_bench's)."""
+    v = sorted(v)
+    return v[int(q * (len(v) - 1) + 0.5)]
+
+
+class RawFloor:
+    """A Python row's raw floor: cuLaunchKernelEx in a C++ loop (bench/raw_launch.cc), in this
+    process, on the CUfunction Triton loaded for the row's kernel, with the row's arguments.
+    `compiled` is what Triton's kernel[grid](...) returned for them; `values` are the kernel's
+    parameters in order (ints, or a descriptor's expansion from tensordesc_values)."""
+
+    def __init__(self, compiled, grid, values):
+        import torch
+        from _bench_raw import RawLaunch
+
+        md = compiled.metadata
+        for scratch in ("global_scratch_size", "profile_scratch_size"):
+            if getattr(md, scratch, 0):
+                raise RuntimeError("%s: needs %s; the raw floor passes null scratch pointers"
+                                   % (md.name, scratch))
+        compiled._init_handles()
+        grid = tuple(grid) + (1,) * (3 - len(grid))
+        self.launch = RawLaunch(compiled.function, md.num_warps, md.shared, grid, list(values))
+        self.stream = torch.cuda.current_stream().cuda_stream
+
+    def batch(self):
+        self.launch.run(self.stream, PER_BATCH)
+
+
+def tensordesc_values(compiled, descriptors):
+    """The kernel parameters Triton's launcher passes for these host descriptors, in order:
+    each one's CUtensorMap (128 bytes, encoded by Triton's driver), shape and strides."""
+    import ctypes
+    import inspect
+
+    from triton.backends.nvidia import driver
+
+    make = driver.make_tensordesc_arg
+    extra = (None,) * (len(inspect.signature(make).parameters) - 2)  # 3.9 takes a third
+    values = []
+    for desc, meta in zip(descriptors, compiled.metadata.tensordesc_meta):
+        cu_map, *rest = make(desc, meta, *extra)
+        # Triton's PyCUtensorMap object ends with the 128-byte CUtensorMap.
+        values.append(ctypes.string_at(id(cu_map) + type(cu_map).__basicsize__ - 128, 128))
+        values += rest
+    return values
 
 
 def launch(out_path):
@@ -119,9 +181,52 @@ def fast_path(x, y, o, grid, tuned_grid, sync):
            lambda: args_32[(1,)](*ptrs),
            lambda: fast_tma[tgrid](src, dst, BM, TN),
            lambda: tma_copy[tgrid](src, dst, BM, TN)]
-    results = dict(zip(names, per_call_us(fns, sync)))
+    # Each target row's raw floor, measured here beside it (the cubins Triton compiled for the
+    # same calls, which the fast path launches too).
+    xyon = [x.data_ptr(), y.data_ptr(), o.data_ptr(), N]
+    tma_compiled = tma_copy[tgrid](src, dst, BM, TN)
+    floors = {
+        "python_fast_us": RawFloor(add_kernel[grid](x, y, o, N, BLOCK=BLOCK), grid, xyon),
+        "python_fast_heuristics_us": RawFloor(
+            add_heuristics_kernel[grid](x, y, o, N, BLOCK=BLOCK), grid, xyon),
+        "python_fast_autotune_us": RawFloor(
+            add_autotune_kernel[tuned_grid](x, y, o, N),
+            tuned_grid(add_autotune_kernel.best_config.kwargs), xyon),
+        "python_fast_args32_us": RawFloor(args_32[(1,)](*ptrs), (1,),
+                                          [p.data_ptr() for p in ptrs]),
+        "python_fast_tma_us": RawFloor(tma_compiled, tgrid,
+                                       tensordesc_values(tma_compiled, [src, dst])),
+    }
+    check_floors(floors, x, y, o, a, b, sync)
+    times = batch_times_us(fns + list(floors.values()), sync)
+    results = dict(zip(names, (statistics.median(t) for t in times)))
+    for k, key in enumerate(floors):
+        # As launch_bench's paired(): the median over batches of the row's time over its
+        # floor's (the two measured back to back), with its quartiles.
+        row, floor = times[names.index(key)], times[len(fns) + k]
+        ratios = [r / f for r, f in zip(row, floor)]
+        base = key[:-len("_us")]
+        results[base + "_raw_us"] = statistics.median(floor)
+        results[base + "_ratio"] = statistics.median(ratios)
+        results[base + "_p25"] = quantile(ratios, 0.25)
+        results[base + "_p75"] = quantile(ratios, 0.75)
     results["python_fast_path_stats"] = triton_embed.fast_path_stats()
     return results
+
+
+def check_floors(floors, x, y, o, a, b, sync):
+    """The raw launches compute what the kernels should: the vector adds' sum, the TMA copy."""
+    for key in ("python_fast_us", "python_fast_heuristics_us", "python_fast_autotune_us"):
+        o.zero_()
+        floors[key].launch.run(floors[key].stream, 1)
+        sync()
+        if not (o == x + y).all():
+            raise RuntimeError("%s: the raw floor's launch gives a wrong sum" % key)
+    b.zero_()
+    floors["python_fast_tma_us"].launch.run(floors["python_fast_tma_us"].stream, 1)
+    sync()
+    if not (a == b).all():
+        raise RuntimeError("the TMA row's raw floor: the copy differs from its source")
 
 
 def triton_cdiv(a, b):

@@ -276,7 +276,7 @@ __attribute__((noinline)) void launch_with_descriptors(
   TensorMapStorage maps[kMaxTensorDescs];
   const uint32_t np = expand_descriptors(*kernel, *e, descs, values, n, slots, params, maps);
   if (ctx == nullptr) {
-    capture_at(site, e, slots, np, found);
+    capture_at(site, *kernel, e, slots, np, found);
     return;
   }
   launch_entry(kernel, e, *ctx, *site.grid, site.stream, args, slots, params, np);
@@ -315,7 +315,7 @@ __attribute__((noinline)) void general_path(KernelState* kernel, const cuda::Con
   Entry* e = find_or_compile(k, options, b, &hit);
   const uint32_t np = pack_args(k, *e, b.leaves, slots, params, maps);
   if (ctx == nullptr) {
-    capture_at(site, e, slots, np, hit ? Found::kHit : Found::kMiss);
+    capture_at(site, k, e, slots, np, hit ? Found::kHit : Found::kMiss);
     return;
   }
   launch_entry(kernel, e, *ctx, *site.grid, site.stream, b.args, slots, params, np);
@@ -347,7 +347,7 @@ __attribute__((always_inline)) inline void launch_in(KernelState* kernel,
   if (TE_UNLIKELY(e->packs_ones))
     np = insert_ones(e->one_slots.data(), e->one_slots.size(), slots, np);
   if (TE_UNLIKELY(ctx == nullptr)) {
-    capture_at(site, e, slots, np, Found::kHit);
+    capture_at(site, k, e, slots, np, Found::kHit);
     return;
   }
   void* params[kMaxLeaves + 2];
@@ -426,8 +426,8 @@ const CompiledKernel& prepare_kernel(KernelState* kernel, const InternedOptions*
   return *e->kernel;
 }
 
-void check_launch_grid(const KernelState& kernel, const Grid& grid, uint32_t num_ctas) {
-  check_grid(kernel, grid, num_ctas);
+void check_site_grid(const LaunchSite& site, const KernelState& kernel, const Entry& e) {
+  if (site.grid->fn == nullptr) check_grid(kernel, site.grid->fixed, e.num_ctas);
 }
 
 }  // namespace detail

@@ -709,8 +709,6 @@ KernelState& inner_of(KernelState* k) { return k->inner != nullptr ? *k->inner :
 
 // ---- whole positional calls, memoised ----------------------------------------------------
 
-std::atomic<bool> g_call_memo_on{true};
-
 inline bool has_bit(const uint64_t* m, uint32_t p) noexcept {
   return ((m[p >> 6] >> (p & 63)) & 1) != 0;
 }
@@ -858,7 +856,7 @@ void start(KernelState* kernel, const InternedOptions* options, const CallArgs& 
   f.stream = site != nullptr ? site->stream : nullptr;
   bind_frame(*kernel, call, f);
   walk(w, 0, f);
-  if (target != 0 && call.nnamed == 0 && g_call_memo_on.load(std::memory_order_relaxed)) {
+  if (target != 0 && call.nnamed == 0) {
     remember_call(*kernel, options, call, f, w, target);
   }
 }
@@ -1025,7 +1023,7 @@ void launch_call_at(KernelState* kernel, const InternedOptions* options, const L
   // target; at a capturing site for the explicit one (none: the walk raises).
   uint32_t target = 0;
   const cuda::ContextInfo* ctx = nullptr;
-  if (call.nnamed == 0 && kernel->call_memo && g_call_memo_on.load(std::memory_order_relaxed)) {
+  if (call.nnamed == 0 && kernel->call_memo) {
     const uint32_t forced = explicit_target_code();
     if (site.capture != nullptr) {
       target = forced;
@@ -1055,7 +1053,7 @@ void launch_call_at(KernelState* kernel, const InternedOptions* options, const L
         return;
       }
       if (ctx == nullptr) {
-        capture_at(site, e, slots, np, Found::kCallMemo);
+        capture_at(site, inner, e, slots, np, Found::kCallMemo);
         return;
       }
       void* params[kMaxLeaves + 2];
@@ -1098,8 +1096,6 @@ const TuningResult* tuning_result_call(KernelState* kernel, const InternedOption
       << full_name(*kernel) << " is not wrapped in @triton.autotune; it has no tuning result";
   return w.result;
 }
-
-void set_call_memo(bool on) { g_call_memo_on.store(on, std::memory_order_relaxed); }
 
 void interpret_call(KernelState* kernel, const GridSpec& grid, const CallArgs& call) {
   Walk w{*kernel, inner_of(kernel)};

@@ -21,6 +21,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/errors.h"
 #include "core/expr.h"
 #include "core/internal_api.h"
 #include "core/jit_internal.h"
@@ -334,15 +335,6 @@ struct ContextInfo;
 
 namespace triton_embed::detail {
 
-// Whether launches of wrapped kernels use the memo of whole positional calls (default on; the
-// tests compare both).
-TE_INTERNAL_API void set_call_memo(bool on);
-
-// What a launch raises before the driver call for `grid` (OverflowError, ValueError), or
-// nothing: the launch path's own check, out of line for the tests.
-TE_INTERNAL_API void check_launch_grid(const KernelState& kernel, const Grid& grid,
-                                       uint32_t num_ctas);
-
 // The launch of cache entry `e` of plain kernel `kernel` (src/core/launch.cc): params[0, np)
 // point at its packed runtime arguments; slots[np], slots[np + 1] and params[np],
 // params[np + 1] take the two scratch pointers. `args` (all parameters) for a grid
@@ -358,9 +350,14 @@ void launch_with_descriptors(KernelState* kernel, Entry* e, const LaunchSite& si
                              const cuda::ContextInfo* ctx, const ArgValue* args,
                              const DescSlots& descs, const uint64_t* values, uint32_t n,
                              Found found);
-// The last step at a capturing site: entry e and its packed values slots[0, np).
-inline void capture_at(const LaunchSite& site, Entry* e, const uint64_t* slots, uint32_t np,
-                       Found found) {
+// What a launch raises for the fixed grid of a capturing site with a grid (OverflowError,
+// ValueError), or nothing (src/core/launch.cc). A grid callable runs at a launch only.
+void check_site_grid(const LaunchSite& site, const KernelState& kernel, const Entry& e);
+// The last step at a capturing site: entry e (of plain kernel `kernel`) and its packed values
+// slots[0, np), after the check a launch makes of the site's grid.
+inline void capture_at(const LaunchSite& site, const KernelState& kernel, Entry* e,
+                       const uint64_t* slots, uint32_t np, Found found) {
+  if (TE_UNLIKELY(site.grid != nullptr)) check_site_grid(site, kernel, *e);
   Captured& c = *site.capture;
   c.entry = e;
   c.np = np;

@@ -32,12 +32,6 @@ void set_tensor_map_encoder(TensorMapEncoder encoder) { detail::set_tensor_map_e
 
 uint64_t tensor_map_encodes() { return detail::tensor_map_encodes(); }
 
-void set_call_memo(bool on) { detail::set_call_memo(on); }
-
-void check_grid(KernelState* kernel, const Grid& grid, uint32_t num_ctas) {
-  check_launch_grid(*kernel, grid, num_ctas);
-}
-
 namespace {
 
 // A call's specialisation and cache key, as the launch path's general path builds them.

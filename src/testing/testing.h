@@ -61,11 +61,12 @@ void* specialization_of(const JitFunction& fn, const Args&... args) {
 }
 
 /*! The calling thread's capturing site and what it last captured (read through
- *  last_dry_run_kernel()), and how many dry runs the memo of whole calls resolved in this
- *  process (call_memo_hits()). */
+ *  last_dry_run_kernel()), whether its dry runs walk the layers (WalkLayers), and how many
+ *  dry runs the memo of whole calls resolved in this process (call_memo_hits()). */
 struct DryRunSite {
   Captured captured{nullptr, nullptr, 0, Found::kHit};
   LaunchSite site;
+  bool walk = false;
 };
 inline thread_local DryRunSite t_dry_run;
 inline std::atomic<uint64_t> g_dry_run_memo_hits{0};
@@ -77,6 +78,17 @@ inline const LaunchSite& dry_run_site(uint64_t* slots_out) {
   d.site.capture = &d.captured;
   return d.site;
 }
+
+/*! While one is in scope, the calling thread's positional dry runs of wrapped kernels walk
+ *  the layers instead of taking the memo of whole calls: their last value is passed by name
+ *  (the memo serves positional calls only), which the layers bind as the same call. The
+ *  layers' own answer, to compare the memo's with. */
+struct WalkLayers {
+  WalkLayers() { t_dry_run.walk = true; }
+  ~WalkLayers() { t_dry_run.walk = false; }
+  WalkLayers(const WalkLayers&) = delete;
+  WalkLayers& operator=(const WalkLayers&) = delete;
+};
 
 /*! What a dry run returns for what the thread's site captured (and notes a memo hit). */
 inline int dry_run_result() {
@@ -95,7 +107,19 @@ inline int dry_run_result() {
  *  call (a wrapped kernel's goes through its layers), dry_run (a template) any. */
 inline int dry_run_values(KernelState* kernel, const InternedOptions* options, const ArgValue* args,
                           size_t nargs, uint64_t* slots_out) {
-  launch_at(kernel, options, dry_run_site(slots_out), args, nargs);
+  const LaunchSite& site = dry_run_site(slots_out);
+  if (TE_UNLIKELY(t_dry_run.walk) && nargs != 0 && !kernel->layers.empty()) {
+    const std::string& last = kernel->params[nargs - 1].name;
+    const ArgName name(last.data(), last.size());
+    CallArgs call;
+    call.vals = args;
+    call.npos = static_cast<uint32_t>(nargs - 1);
+    call.nnamed = 1;
+    call.names = &name;
+    launch_call_at(kernel, options, site, call);
+  } else {
+    launch_at(kernel, options, site, args, nargs);
+  }
   return dry_run_result();
 }
 
@@ -109,6 +133,20 @@ int dry_run(const JitFunction& fn, uint64_t* slots_out, const Args&... args) {
     launch_call_at(state(fn), interned_options(fn), dry_run_site(slots_out), s.call());
     return dry_run_result();
   }
+}
+
+/*! A positional dry run on \p grid: raises what a launch raises for it before the driver call
+ *  (OverflowError, ValueError). */
+template <class... Args>
+int dry_run_on(const Grid& grid, const JitFunction& fn, uint64_t* slots_out, const Args&... args) {
+  CallStorage<Args...> s(args...);
+  static_assert(CallStorage<Args...>::kNamed == 0, "dry_run_on: positional arguments only");
+  GridSpec spec;
+  spec.fixed = grid;
+  LaunchSite site = dry_run_site(slots_out);
+  site.grid = &spec;
+  launch_at(state(fn), interned_options(fn), site, s.vals, sizeof...(Args));
+  return dry_run_result();
 }
 
 /*! The launch path's one-pass key and packing against the general path for these
@@ -125,9 +163,7 @@ std::vector<uint64_t> key_words_of(const JitFunction& fn, const Args&... args) {
   fill_args(vals, args...);
   return key_words(state(fn), vals, sizeof...(Args));
 }
-/*! Whether launches and dry runs of wrapped kernels use the memo of whole positional calls
- *  (default on; tests compare both), and how many dry runs it resolved so far. */
-void set_call_memo(bool on);
+/*! How many dry runs the memo of whole positional calls resolved so far. */
 inline uint64_t call_memo_hits() { return g_dry_run_memo_hits.load(std::memory_order_relaxed); }
 /*! The compiled kernel the calling thread's last dry run resolved. */
 inline const CompiledKernel* last_dry_run_kernel() noexcept {
@@ -141,10 +177,6 @@ int fast_path_agrees_for(const JitFunction& fn, const Args&... args) {
   fill_args(vals, args...);
   return fast_path_agrees(state(fn), vals, sizeof...(Args));
 }
-
-/*! The launch's grid check: throws what a launch on \p grid with \p num_ctas raises
- *  before the driver call (OverflowError, ValueError), or returns. */
-void check_grid(KernelState* kernel, const Grid& grid, uint32_t num_ctas);
 
 /*! Number of Triton compiles this process has run through triton_embed. */
 long compile_count();

@@ -474,12 +474,14 @@ TEST_F(Autotune, WholeCallMemoAgreesWithTheLayers) {
        },
        true},
   };
-  // The layers' own answers first (memo off), then each call twice with the memo on: the
-  // first may fill it, the second must come from it where the call can be memoised.
+  // The layers' own answers first (each call's walk, not the memo), then each call twice
+  // positionally: the first may fill the memo, the second must come from it where the call
+  // can be memoised.
   std::vector<Outcome> want;
-  tt::set_call_memo(false);
-  for (const Case& c : cases) want.push_back(run(c.call));
-  tt::set_call_memo(true);
+  {
+    const tt::WalkLayers layers;
+    for (const Case& c : cases) want.push_back(run(c.call));
+  }
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
     for (int rep = 0; rep < 2; ++rep) {
@@ -499,7 +501,6 @@ TEST_F(Autotune, WholeCallMemoAgreesWithTheLayers) {
   // Going back to an early call after the dependencies grew: still the layers' answer.
   const Outcome back = run(cases[16].call);
   EXPECT_EQ(back.hash, want[16].hash);
-  tt::set_call_memo(true);
 }
 
 TEST_F(Autotune, ThreadsRacingOnOneHeuristicsKey) {

@@ -469,27 +469,25 @@ TEST_F(ErrorTable, NumberThatDoesNotFitIsOverflowError) {
 // latter two before the driver call.
 TEST_F(ErrorTable, GridOutOfRange) {
   te::JitFunction add("pykernels.vector", "add_kernel");
-  const std::string big = raises_exactly<te::OverflowError>([&] {
-    te::detail::testing::check_grid(te::detail::testing::state(add), te::Grid(int64_t{1} << 31), 1);
-  });
+  // The grid as a launch checks it, at a capturing site (the suite's target: cuda:90).
+  const te::JitFunction two_ctas = add.with_options(te::Options().num_ctas(2));
+  const auto check_grid = [&](const te::Grid& grid, int num_ctas) {
+    uint64_t slots[8];
+    te::detail::testing::dry_run_on(grid, num_ctas == 1 ? add : two_ctas, slots, ptr(0x1000),
+                                    ptr(0x2000), ptr(0x3000), 4096, 1024);
+  };
+  const std::string big =
+      raises_exactly<te::OverflowError>([&] { check_grid(te::Grid(int64_t{1} << 31), 1); });
   EXPECT_EQ(big,
             "launching pykernels.vector.add_kernel: grid (2147483648, 1, 1) has an axis of 2^31 "
             "or more; each axis is a 32-bit int (x * num_ctas below 2^31, y and z below 65536): "
             "split the work over more axes or more work per program");
-  EXPECT_EQ(raises_exactly<te::ValueError>([&] {
-              te::detail::testing::check_grid(te::detail::testing::state(add), te::Grid(-1), 1);
-            }),
+  EXPECT_EQ(raises_exactly<te::ValueError>([&] { check_grid(te::Grid(-1), 1); }),
             "launching pykernels.vector.add_kernel: grid (-1, 1, 1) is out of range: each axis "
             "must be >= 0, x * num_ctas (1) below 2^31 and y, z below 65536");
-  raises_exactly<te::ValueError>([&] {
-    te::detail::testing::check_grid(te::detail::testing::state(add), te::Grid(1, 70000), 1);
-  });
-  raises_exactly<te::ValueError>([&] {
-    te::detail::testing::check_grid(te::detail::testing::state(add), te::Grid(1 << 30), 2);
-  });
-  te::detail::testing::check_grid(te::detail::testing::state(add),
-                                  te::Grid(0x7FFFFFFF, 65535, 65535),
-                                  1);  // the largest
+  raises_exactly<te::ValueError>([&] { check_grid(te::Grid(1, 70000), 1); });
+  raises_exactly<te::ValueError>([&] { check_grid(te::Grid(1 << 30), 2); });
+  check_grid(te::Grid(0x7FFFFFFF, 65535, 65535), 1);  // the largest
   EXPECT_EQ(python_raises("launcher_grid(2**31)"), "OverflowError");
   EXPECT_EQ(python_raises("launcher_grid(-1)"), "nothing");
 }

@@ -344,9 +344,10 @@ TEST_F(Tma, TranslatedPreHooksTakeTheMemoOfWholeCalls) {
   ASSERT_EQ(tt::dry_run(tuned, again, ds, dd, M, N, 2.0), n - 1);  // maps current: no encoding
   EXPECT_EQ(tt::call_memo_hits(), hits + 2);
   EXPECT_EQ(g_calls.size(), 4u);
-  tt::set_call_memo(false);
-  ASSERT_EQ(tt::dry_run(tuned, walked, ds, dd, M, N, 2.0), n - 1);
-  tt::set_call_memo(true);
+  {
+    const tt::WalkLayers layers;
+    ASSERT_EQ(tt::dry_run(tuned, walked, ds, dd, M, N, 2.0), n - 1);
+  }
   EXPECT_EQ(std::vector<uint64_t>(walked, walked + n - 1),
             std::vector<uint64_t>(again, again + n - 1));
   // A new base: a hit still, src encoded again at the new address with the hook's box.
@@ -358,9 +359,10 @@ TEST_F(Tma, TranslatedPreHooksTakeTheMemoOfWholeCalls) {
   tt::TensorMapEncodeCall want = g_calls[0];
   want.address = 0x70000;
   EXPECT_TRUE(same_encoding(want, g_calls.back()));
-  tt::set_call_memo(false);
-  ASSERT_EQ(tt::dry_run(tuned, walked, ds, dd, M, N, 2.0), n - 1);
-  tt::set_call_memo(true);
+  {
+    const tt::WalkLayers layers;
+    ASSERT_EQ(tt::dry_run(tuned, walked, ds, dd, M, N, 2.0), n - 1);
+  }
   EXPECT_EQ(std::vector<uint64_t>(walked, walked + n - 1),
             std::vector<uint64_t>(again, again + n - 1));
   // The caller's descriptors keep their own block shapes.
