@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "cuda_shim.h"
 #include "testing/testing.h"
 
 namespace te = triton_embed;
@@ -611,7 +612,9 @@ int run_host_path(long calls) {
 
 // The TMA rows' host path without a GPU: two host descriptors to tma_copy, and to
 // tma_copy_one_config, whose config pre-hook sets their block shapes (applied in C++). The
-// maps are encoded by a stand-in (no driver); both are cached as a launch's are.
+// maps are encoded by a stand-in: this mode loads the tests' CUDA shim (TE_CUDA_SHIM, built
+// with the tests) in place of the driver, whatever TRITON_EMBED_LIBCUDA says, and sets its
+// encoder; both maps are cached as a launch's are. The other modes use the real driver.
 __attribute__((noinline)) void host_path_tma_loop(const te::JitFunction& fn, long calls,
                                                   const te::TensorDescriptor& src,
                                                   const te::TensorDescriptor& dst, bool hooked) {
@@ -626,10 +629,11 @@ __attribute__((noinline)) void host_path_tma_loop(const te::JitFunction& fn, lon
 }
 
 int run_host_path_tma(long calls) {
+  setenv("TRITON_EMBED_LIBCUDA", TE_CUDA_SHIM, 1);  // before the runtime loads a driver
   init();
   te::set_target(te::Target{"cuda", 90, 32});
-  te::detail::testing::set_tensor_map_encoder([](const te::detail::testing::TensorMapEncodeCall&,
-                                                 unsigned char* map) { std::memset(map, 0, 128); });
+  te_cuda_shim::set_encoder(
+      [](const te_cuda_shim::EncodeCall&, unsigned char* map) { std::memset(map, 0, 128); });
   constexpr int64_t M = 256, N = 64;
   const uint64_t x = 0x10000, y = 0x20000;
   const te::TensorDescriptor src(x, te::DType::fp32, {M, N}, {N, 1}, {64, N});

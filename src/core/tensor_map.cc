@@ -6,7 +6,6 @@
 
 #include "core/arg_format.h"
 #include "core/errors.h"
-#include "core/tensor_map_encode.h"
 #include "core/triton_versions.h"
 #include "cuda/driver.h"
 
@@ -104,9 +103,6 @@ void TensorDescriptor::set_block_shape(Dims block_shape) {
 namespace detail {
 
 namespace {
-
-std::atomic<uint64_t> g_encodes{0};
-std::atomic<TensorMapEncoder> g_encoder{nullptr};
 
 bool is_power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
@@ -256,49 +252,43 @@ void encode(const KernelState& k, uint32_t param, const TensorDescriptor& d, con
   // fill_tma_descriptor(_tiled) of Triton's driver.c: dimensions innermost first, strides in
   // bytes (rank - 1 of them), the box from the kernel's metadata, element strides 1, no
   // interleave, the kernel's swizzle, 128-byte L2 promotion, NaN fill for padding="nan".
-  TensorMapEncodeCall c;
   const int rank = d.rank();
-  c.rank = static_cast<uint32_t>(rank);
-  c.address = d.base();
-  c.data_type = host_tma_type(d.round_f32_to_tf32() ? kTmaTf32 : m.elem_type);
+  const int data_type = host_tma_type(d.round_f32_to_tf32() ? kTmaTf32 : m.elem_type);
+  cuuint64_t dims[TensorDescriptor::kMaxRank] = {}, strides[TensorDescriptor::kMaxRank] = {};
+  cuuint32_t box[TensorDescriptor::kMaxRank] = {}, element_strides[TensorDescriptor::kMaxRank] = {};
   for (int i = 0; i < rank; ++i) {
     int64_t dim = d.shape()[i];
     if (m.fp4_padded && i == rank - 1) dim *= 2;
-    c.dims[rank - 1 - i] = static_cast<uint64_t>(dim);
-    c.box[rank - 1 - i] = m.box[i];
-    c.element_strides[i] = 1;
+    dims[rank - 1 - i] = static_cast<cuuint64_t>(dim);
+    box[rank - 1 - i] = m.box[i];
+    element_strides[i] = 1;
   }
   for (int i = 0; i + 1 < rank; ++i) {
-    c.strides[rank - 2 - i] = static_cast<uint64_t>(m.elem_size * d.strides()[i]);
+    strides[rank - 2 - i] = static_cast<cuuint64_t>(m.elem_size * d.strides()[i]);
   }
-  c.interleave = CU_TENSOR_MAP_INTERLEAVE_NONE;
-  c.swizzle = m.swizzle;
-  c.l2_promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
-  c.oob_fill = d.padding() == Padding::kNan ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
-                                            : CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE;
-  g_encodes.fetch_add(1, std::memory_order_relaxed);
-  if (TensorMapEncoder hook = g_encoder.load(std::memory_order_acquire)) {
-    hook(c, out);
-    return;
-  }
-  const cuda::Api& api = cuda::require_api();
+  // Encoding is a host call of the driver library: it needs the library, not a device (dry
+  // runs encode for a compile-only target). Without the library, or where the call fails on
+  // a machine with no usable device, the missing device is the error to report.
+  const cuda::Api& api = cuda::api();
+  if (api.cuTensorMapEncodeTiled == nullptr) cuda::require_api();
   TE_CHECK(api.cuTensorMapEncodeTiled != nullptr, NotSupportedError)
       << arg_where(k, param) << ": the CUDA driver has no cuTensorMapEncodeTiled (a CUDA 12 "
       << "driver or newer is needed for tensor descriptors)";
   const CUresult r = api.cuTensorMapEncodeTiled(
-      reinterpret_cast<CUtensorMap*>(out), static_cast<CUtensorMapDataType>(c.data_type), c.rank,
-      reinterpret_cast<void*>(static_cast<uintptr_t>(c.address)), c.dims, c.strides, c.box,
-      c.element_strides, static_cast<CUtensorMapInterleave>(c.interleave),
-      static_cast<CUtensorMapSwizzle>(c.swizzle),
-      static_cast<CUtensorMapL2promotion>(c.l2_promotion),
-      static_cast<CUtensorMapFloatOOBfill>(c.oob_fill));
+      reinterpret_cast<CUtensorMap*>(out), static_cast<CUtensorMapDataType>(data_type),
+      static_cast<cuuint32_t>(rank), reinterpret_cast<void*>(static_cast<uintptr_t>(d.base())),
+      dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      static_cast<CUtensorMapSwizzle>(m.swizzle), CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+      d.padding() == Padding::kNan ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+                                   : CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
+    if (!api.ok) cuda::require_api();
     cuda::throw_error(r, "cuTensorMapEncodeTiled",
                       arg_where(k, param) + ": encoding the tensor map of a " +
                           std::string(dtype_name(d.dtype())) + " descriptor (shape " +
                           dims_str(d.shape(), rank) + ", strides " + dims_str(d.strides(), rank) +
                           ", block " + dims_str(d.block_shape(), rank) + ", element type " +
-                          std::to_string(c.data_type) + ", swizzle " + std::to_string(c.swizzle) +
+                          std::to_string(data_type) + ", swizzle " + std::to_string(m.swizzle) +
                           ")");
   }
 }
@@ -401,12 +391,6 @@ uint32_t expand_descriptors(const KernelState& k, const Entry& e, const DescSlot
   copy_to(n_in);
   return np;
 }
-
-void set_tensor_map_encoder(TensorMapEncoder encoder) {
-  g_encoder.store(encoder, std::memory_order_release);
-}
-
-uint64_t tensor_map_encodes() { return g_encodes.load(std::memory_order_relaxed); }
 
 }  // namespace detail
 }  // namespace triton_embed

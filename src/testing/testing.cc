@@ -28,10 +28,6 @@ int compile_waiters(const JitFunction& fn) {
 
 bool half_bits(double value, uint16_t* bits) { return double_to_half_bits(value, bits); }
 
-void set_tensor_map_encoder(TensorMapEncoder encoder) { detail::set_tensor_map_encoder(encoder); }
-
-uint64_t tensor_map_encodes() { return detail::tensor_map_encodes(); }
-
 namespace {
 
 // A call's specialisation and cache key, as the launch path's general path builds them.

@@ -16,7 +16,6 @@
 #include "core/jit_internal.h"
 #include "core/layers.h"
 #include "core/tensor_map.h"
-#include "core/tensor_map_encode.h"
 #include "triton_embed/jit.h"
 
 namespace triton_embed::detail {
@@ -37,16 +36,6 @@ inline Meta meta(const JitFunction& fn, const ArgValue* args, size_t nargs) noex
 inline const unsigned char* tensor_map_bytes(const TensorDescriptor& d) noexcept {
   return TensorDescriptorAccess::cache(d).map;
 }
-
-/*! The arguments of one cuTensorMapEncodeTiled call, as plain integers (the driver's enum
- *  values); \c strides in bytes, \c rank - 1 of them. */
-using TensorMapEncodeCall = detail::TensorMapEncodeCall;
-/*! Replaces the driver's cuTensorMapEncodeTiled (nullptr restores it): the hook writes the
- *  128 bytes of the map. For checking the encoding's inputs and its cache without a GPU. */
-using TensorMapEncoder = detail::TensorMapEncoder;
-void set_tensor_map_encoder(TensorMapEncoder encoder);
-/*! How many tensor maps have been encoded (cache misses) since the process started. */
-uint64_t tensor_map_encodes();
 
 /*! A new reference (as void*) to the tuple (specialization, bound_args) Triton's binder
  *  would see for these C++ arguments (defaults filled in for those left out). Raises what a

@@ -19,6 +19,7 @@
 #include "bundle/format.h"
 #include "bundle/store.h"
 #include "bundle_calls.h"
+#include "cuda_shim.h"
 #include "message_of.h"
 #include "rule_calls.h"
 #include "testing/testing.h"
@@ -258,8 +259,8 @@ TEST_F(RuntimeOnlyBundle, ConfigPreHooksApplyWithoutPython) {
   }
   // The launch path up to the driver call (maps from a stand-in encoder): the kernel is the
   // one for the hook's blocks.
-  te::detail::testing::set_tensor_map_encoder([](const te::detail::testing::TensorMapEncodeCall&,
-                                                 unsigned char* out) { std::memset(out, 0, 128); });
+  te_cuda_shim::set_encoder(
+      [](const te_cuda_shim::EncodeCall&, unsigned char* out) { std::memset(out, 0, 128); });
   const te::JitFunction subtile("te_tma_kernels", "fake_tuned_subtile_scale");
   const te::TensorDescriptor src = te_bundle::hooked_desc(0x10000, 1);
   const te::TensorDescriptor dst = te_bundle::hooked_desc(0x30000, 1);
@@ -278,7 +279,7 @@ TEST_F(RuntimeOnlyBundle, ConfigPreHooksApplyWithoutPython) {
   const te::TensorDescriptor dst64 = te_bundle::hooked_desc(0x30000, 64);
   const std::string m = message_of<te::NotSupportedError>(
       [&] { te::detail::testing::dry_run(python_hook, slots, src64, dst64, 512, 256, 2.0); });
-  te::detail::testing::set_tensor_map_encoder(nullptr);
+  te_cuda_shim::set_encoder(nullptr);
   EXPECT_NE(m.find("te_tma_kernels.fake_tuned_python_hook_scale: the chosen autotune config "
                    "BLOCK_M: 64, BLOCK_N: 64, SUBTILE: True, "),
             std::string::npos)

@@ -1,7 +1,8 @@
 // tensor_descriptor.h: host tensor descriptors. On CPU: the compiled kernel is the one
 // Python's warmup compiles for the same descriptors (cuda:90, where Triton uses TMA, and
 // cuda:80, where it passes base, shape and strides), Triton's checks, the parameters packed
-// and the cuTensorMapEncodeTiled call (through a testing hook) with its cache. On a GPU
+// and the cuTensorMapEncodeTiled call (through the tests' stand-in driver,
+// tests/support/cuda_shim.cc) with its cache. On a GPU
 // (skipped without one): a persistent TMA matmul, a kernel that makes its descriptors on the
 // device (plain, and autotuned from C++ with no Python allocator set) and an autotuned kernel
 // whose config pre-hooks set the block shapes, each launched from C++ bitwise equal to
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "core/triton_versions.h"
+#include "cuda_shim.h"
 #include "test_support.h"
 #include "testing/testing.h"
 
@@ -49,7 +51,7 @@ class Tma : public ::testing::Test {
     te_test::exec("from te_helpers import desc, P\n");
   }
   void TearDown() override {
-    tt::set_tensor_map_encoder(nullptr);
+    te_cuda_shim::set_encoder(nullptr);
     te::set_target(te::Target::parse("cuda:90"));
   }
   static std::string python_hash(const char* kernel, const std::string& args, int arch = 90) {
@@ -211,12 +213,12 @@ TEST_F(Tma, RoundF32ToTf32NeedsTriton37) {
 
 // ---- the parameters packed ----------------------------------------------------------
 
-tt::TensorMapEncodeCall g_last_call;
+te_cuda_shim::EncodeCall g_last_call;
 int g_hook_calls = 0;
 
-std::vector<tt::TensorMapEncodeCall> g_calls;
+std::vector<te_cuda_shim::EncodeCall> g_calls;
 
-void fake_encoder(const tt::TensorMapEncodeCall& c, unsigned char* map) {
+void fake_encoder(const te_cuda_shim::EncodeCall& c, unsigned char* map) {
   g_last_call = c;
   g_calls.push_back(c);
   ++g_hook_calls;
@@ -225,7 +227,7 @@ void fake_encoder(const tt::TensorMapEncodeCall& c, unsigned char* map) {
 
 // A map that depends only on what is encoded (FNV-1a of the call's fields), for tests where
 // two descriptors with the same fields must give the same map.
-void content_encoder(const tt::TensorMapEncodeCall& c, unsigned char* map) {
+void content_encoder(const te_cuda_shim::EncodeCall& c, unsigned char* map) {
   g_calls.push_back(c);
   uint64_t h = 1469598103934665603ull;
   const auto* bytes = reinterpret_cast<const unsigned char*>(&c);
@@ -234,21 +236,21 @@ void content_encoder(const tt::TensorMapEncodeCall& c, unsigned char* map) {
 }
 
 TEST_F(Tma, TmaTargetPacksTheEncodedMapThenShapeAndStrides) {
-  tt::set_tensor_map_encoder(&fake_encoder);
+  te_cuda_shim::set_encoder(&fake_encoder);
   g_hook_calls = 0;
   te::JitFunction copy2("te_tma_kernels", "tma_copy_2d");
   auto src = D(0x30000, te::DType::bf16, {100, 48}, {48, 1}, {16, 32});
   auto dst = D(0x50000, te::DType::bf16, {100, 48}, {48, 1}, {16, 32}, te::Padding::kNan);
   uint64_t slots[64];
-  const uint64_t before = tt::tensor_map_encodes();
+  const uint64_t before = te_cuda_shim::encodes();
   const int miss = tt::dry_run(copy2, slots, src, dst, 16, 32);
   ASSERT_EQ(miss, -10 - 1);  // 10 parameters packed (scratch pointers not counted), a miss
-  EXPECT_EQ(tt::tensor_map_encodes() - before, 2u);
+  EXPECT_EQ(te_cuda_shim::encodes() - before, 2u);
   EXPECT_EQ(g_hook_calls, 2);
   // fill_tma_descriptor's arguments for dst: innermost dimension first, byte strides, the
   // kernel's box, bf16 (the driver's type 9), the kernel's swizzle, 128-byte L2 promotion,
   // NaN fill.
-  const tt::TensorMapEncodeCall& c = g_last_call;
+  const te_cuda_shim::EncodeCall& c = g_last_call;
   EXPECT_EQ(c.data_type, 9);
   EXPECT_EQ(c.rank, 2u);
   EXPECT_EQ(c.address, 0x50000u);
@@ -303,7 +305,7 @@ TEST_F(Tma, TmaTargetPacksTheEncodedMapThenShapeAndStrides) {
 // The one-pass path of a cache hit takes descriptors: the same key words and values as the
 // general path, each descriptor packed at its place once the entry is known.
 TEST_F(Tma, OnePassPathTakesDescriptorsAsTheGeneralPathDoes) {
-  tt::set_tensor_map_encoder(&fake_encoder);
+  te_cuda_shim::set_encoder(&fake_encoder);
   te::JitFunction copy2("te_tma_kernels", "tma_copy_2d");
   te::JitFunction scale("te_tma_kernels", "tma_scale_2d");
   const auto src = D(0x30000, te::DType::bf16, {100, 48}, {48, 1}, {16, 32});
@@ -318,15 +320,15 @@ TEST_F(Tma, OnePassPathTakesDescriptorsAsTheGeneralPathDoes) {
 // whole calls: a hit packs the hooked copies of the caller's descriptors, as the walk does,
 // and follows the caller's changes to them.
 TEST_F(Tma, TranslatedPreHooksTakeTheMemoOfWholeCalls) {
-  tt::set_tensor_map_encoder(&content_encoder);
+  te_cuda_shim::set_encoder(&content_encoder);
   te::JitFunction tuned("te_tma_kernels", "fake_tuned_subtile_scale");
   const int64_t M = 512, N = 256;
   auto ds = D(0x10000, te::DType::fp32, {M, N}, {N, 1}, {1, 1});
   auto dd = D(0x20000, te::DType::fp32, {M, N}, {N, 1}, {1, 1});
   uint64_t first[64], again[64], walked[64];
   // A map's encoding reads the same fields from the hooked copy and the caller's descriptor.
-  const auto same_encoding = [](const tt::TensorMapEncodeCall& a,
-                                const tt::TensorMapEncodeCall& b) {
+  const auto same_encoding = [](const te_cuda_shim::EncodeCall& a,
+                                const te_cuda_shim::EncodeCall& b) {
     return std::memcmp(&a, &b, sizeof(a)) == 0;
   };
   g_calls.clear();
@@ -356,7 +358,7 @@ TEST_F(Tma, TranslatedPreHooksTakeTheMemoOfWholeCalls) {
   ASSERT_EQ(tt::dry_run(tuned, again, ds, dd, M, N, 2.0), n - 1);
   EXPECT_EQ(tt::call_memo_hits(), hits + 3);
   ASSERT_EQ(g_calls.size(), before + 1);
-  tt::TensorMapEncodeCall want = g_calls[0];
+  te_cuda_shim::EncodeCall want = g_calls[0];
   want.address = 0x70000;
   EXPECT_TRUE(same_encoding(want, g_calls.back()));
   {
@@ -377,7 +379,7 @@ TEST_F(Tma, TranslatedPreHooksTakeTheMemoOfWholeCalls) {
 // A launch checks a descriptor's fields and reuses its encoded map only while they are the
 // ones it checked and encoded: every setter (and assignment) makes the next launch look again.
 TEST_F(Tma, ChangedFieldsAreCheckedAndEncodedAgain) {
-  tt::set_tensor_map_encoder(&fake_encoder);
+  te_cuda_shim::set_encoder(&fake_encoder);
   g_hook_calls = 0;
   te::JitFunction copy2("te_tma_kernels", "tma_copy_2d");
   auto src = D(0x30000, te::DType::fp16, {128, 64}, {64, 1}, {32, 32});
@@ -416,7 +418,7 @@ TEST_F(Tma, ChangedFieldsAreCheckedAndEncodedAgain) {
 }
 
 TEST_F(Tma, Fp32Tf32AndIntegerElementTypesOnEncoding) {
-  tt::set_tensor_map_encoder(&fake_encoder);
+  te_cuda_shim::set_encoder(&fake_encoder);
   te::JitFunction copy1("te_tma_kernels", "tma_copy_1d");
   uint64_t slots[64];
   auto a = D(0x10000, te::DType::i8, {4096}, {1}, {256});
@@ -441,10 +443,10 @@ TEST_F(Tma, WithoutDriverTheEncodingRaisesNoDeviceError) {
   te::JitFunction copy1("te_tma_kernels", "tma_copy_1d");
   auto a = D(0x10000, te::DType::fp16, {4096}, {1}, {64});
   uint64_t slots[64];
-  const uint64_t before = tt::tensor_map_encodes();
+  const uint64_t before = te_cuda_shim::encodes();
   EXPECT_THROW(tt::dry_run(copy1, slots, a, a, 64), te::NoDeviceError);
   EXPECT_THROW(copy1.launch({64}, nullptr, a, a, 64), te::NoDeviceError);
-  EXPECT_EQ(tt::tensor_map_encodes() - before, 1u);  // tried once, cached nothing
+  EXPECT_EQ(te_cuda_shim::encodes() - before, 1u);  // tried once, cached nothing
   EXPECT_THROW(tt::dry_run(copy1, slots, a, a, 64), te::NoDeviceError);
 }
 
@@ -466,9 +468,9 @@ TEST_F(Tma, WithoutTmaTritonPassesBaseShapeStridesAndFlags) {
   EXPECT_EQ(k.num_kernel_params(), 2 * per + 2);
   EXPECT_EQ(ptx_params(k), static_cast<size_t>(2 * per + 2));
   uint64_t slots[64];
-  const uint64_t before = tt::tensor_map_encodes();
+  const uint64_t before = te_cuda_shim::encodes();
   ASSERT_EQ(tt::dry_run(copy2, slots, src, dst, 16, 32), 2 * per);
-  EXPECT_EQ(tt::tensor_map_encodes(), before);
+  EXPECT_EQ(te_cuda_shim::encodes(), before);
   std::vector<uint64_t> expect = {0x10000, 100, 48, 48, 1, 1};
   if (v37) expect.push_back(0);
   for (uint64_t v : {100, 48, 48, 1}) expect.push_back(v);
@@ -749,9 +751,9 @@ TEST_F(TmaGpu, RepeatedLaunchesReuseTheEncodedMaps) {
   te::TensorDescriptor dd(dst.addr(), te::DType::fp32, {M, N}, {N, 1}, {32, 32});
   te::JitFunction copy2("te_tma_kernels", "tma_copy_2d");
   copy2.launch({M / 32, N / 32}, nullptr, ds, dd, 32, 32);
-  const uint64_t after_first = tt::tensor_map_encodes();
+  const uint64_t after_first = te_cuda_shim::encodes();
   for (int i = 0; i < 100; ++i) copy2.launch({M / 32, N / 32}, nullptr, ds, dd, 32, 32);
-  EXPECT_EQ(tt::tensor_map_encodes(), after_first);
+  EXPECT_EQ(te_cuda_shim::encodes(), after_first);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<float> got(M * N);
   ASSERT_EQ(cudaMemcpy(got.data(), dst.ptr, got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -761,7 +763,7 @@ TEST_F(TmaGpu, RepeatedLaunchesReuseTheEncodedMaps) {
   dd.set_block_shape({64, 16});
   ASSERT_EQ(cudaMemset(dst.ptr, 0, M * N * 4), cudaSuccess);
   copy2.launch({M / 64, N / 16}, nullptr, ds, dd, 64, 16);
-  EXPECT_EQ(tt::tensor_map_encodes(), after_first + 2);
+  EXPECT_EQ(te_cuda_shim::encodes(), after_first + 2);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(got.data(), dst.ptr, got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(got, h);
