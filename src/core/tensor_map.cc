@@ -247,8 +247,10 @@ void encode_inputs(const TensorDescriptor& d, const TmaMeta& m, uint64_t* in) {
   }
 }
 
-void encode(const KernelState& k, uint32_t param, const TensorDescriptor& d, const TmaMeta& m,
-            unsigned char* out) {
+// Out of line: a cache miss's work (and its frame) stays off the packing of a current map.
+__attribute__((noinline)) void encode(const KernelState& k, uint32_t param,
+                                      const TensorDescriptor& d, const TmaMeta& m,
+                                      unsigned char* out) {
   // fill_tma_descriptor(_tiled) of Triton's driver.c: dimensions innermost first, strides in
   // bytes (rank - 1 of them), the box from the kernel's metadata, element strides 1, no
   // interleave, the kernel's swizzle, 128-byte L2 promotion, NaN fill for padding="nan".
