@@ -324,7 +324,8 @@ def chart(res, path):
     import matplotlib.pyplot as plt
 
     r = res["results"]
-    # (label, key, colour): C++ launches in blue, Python Triton in red, the ops in grey.
+    # (label, key, colour): C++ launches in blue, Python Triton in red, the Python fast path in
+    # green after its raw floor (measured in its own process), the ops and torch in grey.
     rows = [("raw cuLaunchKernelEx", "raw_us", "#57a"),
             ("triton_embed ptrs", "ours_pointers_us", "#57a"),
             ("triton_embed tensors", "ours_tensors_us", "#57a"),
@@ -337,13 +338,19 @@ def chart(res, path):
             ("Py kernel[grid]", "python_kernel_grid_us", "#c55"),
             ("Py heuristics kernel[grid]", "python_heuristics_kernel_grid_us", "#c55"),
             ("Py autotune kernel[grid]", "python_autotune_kernel_grid_us", "#c55"),
+            ("Py kernel[grid] 32 args", "python_args32_kernel_grid_us", "#c55"),
+            ("Py kernel[grid] 2 TMA descs", "python_tma_kernel_grid_us", "#c55"),
+            ("Py raw cuLaunchKernelEx (same process)", "python_fast_raw_us", "#57a"),
             ("Py triton_embed.jit", "python_fast_us", "#5a5"),
             ("Py triton_embed.jit heuristics", "python_fast_heuristics_us", "#5a5"),
             ("Py triton_embed.jit autotune", "python_fast_autotune_us", "#5a5"),
+            ("Py triton_embed.jit 32 args", "python_fast_args32_us", "#5a5"),
+            ("Py triton_embed.jit 2 TMA descs", "python_fast_tma_us", "#5a5"),
             ("Py te add op", "py_op_triton_embed_add_us", "#888"),
-            ("Py aten add", "py_op_aten_add_us", "#888")]
+            ("Py aten add", "py_op_aten_add_us", "#888"),
+            ("Py torch.add", "py_torch_add_us", "#888")]
     rows = [row for row in rows if row[1] in r]
-    fig, ax = plt.subplots(figsize=(9, 6))
+    fig, ax = plt.subplots(figsize=(9, 7.5))
     bars = ax.barh([row[0] for row in rows][::-1], [r[row[1]] for row in rows][::-1],
                    color=[row[2] for row in rows][::-1])
     ax.bar_label(bars, fmt="%.2f", padding=3)
