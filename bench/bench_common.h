@@ -25,7 +25,8 @@ inline double seconds_since(Clock::time_point t0) {
 }
 
 inline void check(CUresult r, const char* what) {
-  if (r != CUDA_SUCCESS) throw std::runtime_error(std::string(what) + " failed: " + std::to_string(r));
+  if (r != CUDA_SUCCESS)
+    throw std::runtime_error(std::string(what) + " failed: " + std::to_string(r));
 }
 
 // The driver calls the benchmarks make themselves.
@@ -43,6 +44,7 @@ struct Driver {
   CUresult (*module_load_data)(CUmodule*, const void*);
   CUresult (*module_get_function)(CUfunction*, CUmodule, const char*);
   CUresult (*launch_kernel_ex)(const CUlaunchConfig*, CUfunction, void**, void**);
+  CUresult (*func_get_param_info)(CUfunction, size_t, size_t*, size_t*);  // CUDA 12.4+
 
   Driver() {
     void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -60,6 +62,7 @@ struct Driver {
     get(h, "cuModuleLoadData", module_load_data);
     get(h, "cuModuleGetFunction", module_get_function);
     get(h, "cuLaunchKernelEx", launch_kernel_ex);
+    get(h, "cuFuncGetParamInfo", func_get_param_info);
   }
   template <class F>
   static void get(void* h, const char* name, F& f) {
@@ -86,8 +89,8 @@ struct Pair {
   double raw_us, ours_us;  // the medians of the batches, host time per launch
 };
 
-inline Pair paired(const std::function<void()>& raw, const std::function<void()>& ours,
-                   CUstream s, const Driver& d) {
+inline Pair paired(const std::function<void()>& raw, const std::function<void()>& ours, CUstream s,
+                   const Driver& d) {
   for (int i = 0; i < kWarmup; ++i) raw();
   for (int i = 0; i < kWarmup; ++i) ours();
   check(d.stream_synchronize(s), "cuStreamSynchronize");

@@ -25,21 +25,9 @@ namespace py = pybind11;
 
 namespace {
 
-using ParamInfo = CUresult (*)(CUfunction, size_t, size_t*, size_t*);
-
 const bench::Driver& driver() {
   static const bench::Driver d;
   return d;
-}
-
-ParamInfo param_info() {
-  static const ParamInfo f = [] {
-    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    auto p = h != nullptr ? reinterpret_cast<ParamInfo>(dlsym(h, "cuFuncGetParamInfo")) : nullptr;
-    if (p == nullptr) throw std::runtime_error("libcuda lacks cuFuncGetParamInfo (CUDA 12.4+)");
-    return p;
-  }();
-  return f;
 }
 
 class RawLaunch {
@@ -58,7 +46,7 @@ class RawLaunch {
     std::vector<size_t> sizes;
     for (size_t i = 0;; ++i) {
       size_t offset = 0, size = 0;
-      if (param_info()(fn_, i, &offset, &size) != CUDA_SUCCESS) break;
+      if (driver().func_get_param_info(fn_, i, &offset, &size) != CUDA_SUCCESS) break;
       sizes.push_back(size);
     }
     if (values.size() > sizes.size()) {

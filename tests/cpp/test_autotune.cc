@@ -480,7 +480,9 @@ TEST_F(Autotune, WholeCallMemoAgreesWithTheLayers) {
   std::vector<Outcome> want;
   {
     const tt::WalkLayers layers;
+    const uint64_t hits = tt::call_memo_hits();
     for (const Case& c : cases) want.push_back(run(c.call));
+    EXPECT_EQ(tt::call_memo_hits(), hits);  // the layers' walks, none from the memo
   }
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];

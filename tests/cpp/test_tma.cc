@@ -349,6 +349,7 @@ TEST_F(Tma, TranslatedPreHooksTakeTheMemoOfWholeCalls) {
   {
     const tt::WalkLayers layers;
     ASSERT_EQ(tt::dry_run(tuned, walked, ds, dd, M, N, 2.0), n - 1);
+    EXPECT_EQ(tt::call_memo_hits(), hits + 2);  // the layers' walk, not the memo
   }
   EXPECT_EQ(std::vector<uint64_t>(walked, walked + n - 1),
             std::vector<uint64_t>(again, again + n - 1));
