@@ -142,8 +142,12 @@ def fast_path(x, y, o, grid, tuned_grid, sync):
     """triton_embed.jit(kernel)[grid](...) beside Triton's kernel[grid](...): the vector adds
     above, 32 pointer arguments (bench_kernels.args_32, as launch_bench's args32 row) and two
     host descriptors (bench_kernels.tma_copy, as its tma row: 256 x 64 fp32, block 64 x 64,
-    the descriptors made once). Interleaved in one group."""
+    the descriptors made once). The autotuned add twice: with its grid as Triton's tutorials
+    write it (a lambda with triton.cdiv, which the fast path evaluates without calling it) and
+    with tuned_grid (a lambda calling a Python function, called at each launch), beside Triton's
+    kernel[grid] on the former. Interleaved in one group."""
     import torch
+    import triton
     from bench_kernels import add_autotune_kernel, add_heuristics_kernel, args_32, tma_copy
     from triton.tools.tensor_descriptor import TensorDescriptor
 
@@ -171,12 +175,22 @@ def fast_path(x, y, o, grid, tuned_grid, sync):
     sync()
     if not torch.equal(o, x + y):
         raise RuntimeError("add_kernel through triton_embed.jit: wrong result")
+    # The autotuned add's grid as Triton's tutorials write it (its program gives the grid
+    # without calling it), and tuned_grid, which calls a Python function (called each launch).
+    cdiv_grid = lambda META: (triton.cdiv(N, META["BLOCK"]),)  # noqa: E731
+    fast_tuned[cdiv_grid](x, y, o, N)
+    sync()
+    if not torch.equal(o, x + y):
+        raise RuntimeError("add_autotune_kernel through triton_embed.jit: wrong result")
     names = ["python_fast_us", "python_fast_heuristics_us", "python_fast_autotune_us",
+             "python_fast_autotune_called_grid_us", "python_autotune_kernel_grid_cdiv_us",
              "python_fast_args32_us", "python_args32_kernel_grid_us", "python_fast_tma_us",
              "python_tma_kernel_grid_us"]
     fns = [lambda: fast_add[grid](x, y, o, N, BLOCK=BLOCK),
            lambda: fast_heur[grid](x, y, o, N, BLOCK=BLOCK),
+           lambda: fast_tuned[cdiv_grid](x, y, o, N),
            lambda: fast_tuned[tuned_grid](x, y, o, N),
+           lambda: add_autotune_kernel[cdiv_grid](x, y, o, N),
            lambda: fast_args32[(1,)](*ptrs),
            lambda: args_32[(1,)](*ptrs),
            lambda: fast_tma[tgrid](src, dst, BM, TN),
@@ -200,10 +214,13 @@ def fast_path(x, y, o, grid, tuned_grid, sync):
     check_floors(floors, x, y, o, a, b, sync)
     times = batch_times_us(fns + list(floors.values()), sync)
     results = dict(zip(names, (statistics.median(t) for t in times)))
-    for k, key in enumerate(floors):
+    floor_of = {key: key for key in floors}
+    floor_of["python_fast_autotune_called_grid_us"] = "python_fast_autotune_us"
+    for key, floor_key in floor_of.items():
         # As launch_bench's paired(): the median over batches of the row's time over its
         # floor's (the two measured back to back), with its quartiles.
-        row, floor = times[names.index(key)], times[len(fns) + k]
+        row = times[names.index(key)]
+        floor = times[len(fns) + list(floors).index(floor_key)]
         ratios = [r / f for r, f in zip(row, floor)]
         base = key[:-len("_us")]
         results[base + "_raw_us"] = statistics.median(floor)

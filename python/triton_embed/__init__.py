@@ -125,7 +125,9 @@ def jit(kernel):
 
 def fast_path_stats():
     """How many launches of ``triton_embed.jit`` views took each path since the process started
-    (or ``reset_fast_path_stats()``): ``{"fast": n, "triton": m}``."""
+    (or ``reset_fast_path_stats()``): ``{"fast": n, "triton": m, "grid_programs": g}``, where g
+    counts the launches whose grid callable was evaluated from its translation instead of being
+    called."""
     return _fast.stats()
 
 

@@ -157,4 +157,60 @@ expr::Hook hook_program(pyb::handle fn, const std::vector<std::string>& params, 
   return h;
 }
 
+GridProgram::~GridProgram() {
+  for (const Free& f : free) Py_XDECREF(f.name);
+  for (const Callee& c : callees) {
+    Py_XDECREF(c.root.name);
+    for (PyObject* a : c.attrs) Py_DECREF(a);
+    Py_XDECREF(c.object);
+  }
+}
+
+namespace {
+
+PyObject* interned(pyb::handle s) {
+  PyObject* name = s.ptr();
+  Py_INCREF(name);
+  PyUnicode_InternInPlace(&name);
+  return name;
+}
+
+GridProgram::Free free_of(pyb::handle where) {
+  const pyb::tuple t = pyb::reinterpret_borrow<pyb::tuple>(where);
+  GridProgram::Free f;
+  if (t[0].cast<std::string>() == "cell") {
+    f.cell = t[1].cast<int>();
+  } else {
+    f.name = interned(t[1]);
+  }
+  return f;
+}
+
+}  // namespace
+
+bool grid_program(pyb::handle fn, const std::vector<std::string>& params, GridProgram* out,
+                  std::string* why) {
+  const pyb::object found = translate("grid_expression", fn, params, why);
+  if (!found) return false;
+  const pyb::tuple t = pyb::reinterpret_borrow<pyb::tuple>(found);
+  std::vector<expr::Program> dims;
+  try {
+    for (pyb::handle d : t[0]) dims.push_back(program_of(d));
+  } catch (const ValueError& e) {
+    *why = e.what();
+    return false;
+  }
+  out->dims = std::move(dims);
+  for (pyb::handle f : t[1]) out->free.push_back(free_of(f));
+  for (pyb::handle c : t[2]) {
+    const pyb::tuple callee = pyb::reinterpret_borrow<pyb::tuple>(c);
+    GridProgram::Callee k;
+    k.root = free_of(callee[0]);
+    for (pyb::handle a : callee[1]) k.attrs.push_back(interned(a));
+    k.object = pyb::object(callee[2]).release().ptr();
+    out->callees.push_back(std::move(k));
+  }
+  return true;
+}
+
 }  // namespace triton_embed::detail::py

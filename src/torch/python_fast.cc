@@ -18,9 +18,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <iterator>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -29,6 +31,7 @@
 #include "core/kernel_state.h"
 #include "core/tensor_map.h"
 #include "python/convert.h"
+#include "python/expr_tree.h"
 #include "python/jit_layer.h"
 #include "torch/python_hooks.h"
 #include "triton_embed/error.h"
@@ -43,6 +46,8 @@ namespace pyb = pybind11;
 // How many launches took each path (triton_embed.fast_path_stats()).
 std::atomic<uint64_t> g_fast_calls{0};
 std::atomic<uint64_t> g_triton_calls{0};
+// Launches whose grid callable's program gave the grid in place of calling it.
+std::atomic<uint64_t> g_grid_programs{0};
 
 // ---- Python objects this module compares against, found once at import ------------------
 
@@ -235,6 +240,11 @@ struct FastKernel {
   PyObject* options;        // dict: tuple of launch options (name, value, ...) -> InternedOptions*
   PyObject* pre_run_hooks;  // the JITFunction's list of pre-run hooks (Triton runs them)
   const InternedOptions* no_options;
+  // Grid callables by code object: a capsule of its GridProgram, or None where it has none;
+  // and the last code object looked up (a reference) with its program.
+  PyObject* grids;
+  PyObject* grid_code;
+  const py::GridProgram* grid_program;
 };
 
 PyTypeObject* g_kernel_type = nullptr;
@@ -247,6 +257,8 @@ void kernel_dealloc(PyObject* self) {
   Py_CLEAR(k->names);
   Py_CLEAR(k->options);
   Py_CLEAR(k->pre_run_hooks);
+  Py_CLEAR(k->grids);
+  Py_CLEAR(k->grid_code);
   Py_TYPE(self)->tp_free(self);
 }
 
@@ -275,6 +287,8 @@ bool ensure_loaded(FastKernel* k) {
     k->names = names.release().ptr();
     k->options = PyDict_New();
     if (k->options == nullptr) return false;
+    k->grids = PyDict_New();
+    if (k->grids == nullptr) return false;
     k->no_options = intern_options(Options());
     k->state = s;
     return true;
@@ -671,9 +685,137 @@ struct GridCall {
   FastKernel* kernel;
   PyObject* fn;
   PyObject* const* by_param;  // the call's object for each parameter it gave, else null
+  const py::GridProgram* program = nullptr;  // what gives fn's result without calling it
 };
 
 Grid grid_from(PyObject* g);
+
+void free_grid_program(PyObject* capsule) {
+  delete static_cast<py::GridProgram*>(PyCapsule_GetPointer(capsule, nullptr));
+}
+
+// The program of grid callable g (a Python function whose source glue.py translates), or null:
+// once per code object and kernel, for up to kMaxGridCodes code objects a kernel. A callable
+// it cannot translate is called at each launch.
+constexpr Py_ssize_t kMaxGridCodes = 64;
+
+const py::GridProgram* grid_program_of(FastKernel* k, PyObject* g) {
+  if (!PyFunction_Check(g)) return nullptr;
+  PyObject* code = PyFunction_GET_CODE(g);
+  if (code == k->grid_code) return k->grid_program;
+  PyObject* found = dict_get(k->grids, code);
+  if (found == nullptr) {
+    if (PyDict_GET_SIZE(k->grids) >= kMaxGridCodes) return nullptr;
+    auto program = std::make_unique<py::GridProgram>();
+    std::string why;
+    bool ok = false;
+    try {
+      std::vector<std::string> params;
+      for (const auto& p : k->state->params) params.push_back(p.name);
+      ok = py::grid_program(g, params, program.get(), &why);
+    } catch (pyb::error_already_set& e) {
+      e.restore();
+      PyErr_Clear();  // its source cannot be read or parsed: the callable is called
+    } catch (const Error&) {
+    }
+    pyb::object value = pyb::none();
+    if (ok) {
+      value = pyb::reinterpret_steal<pyb::object>(
+          PyCapsule_New(program.get(), nullptr, &free_grid_program));
+      if (!value) {
+        PyErr_Clear();
+        return nullptr;
+      }
+      program.release();  // the capsule's
+    }
+    if (PyDict_SetItem(k->grids, code, value.ptr()) != 0) {
+      PyErr_Clear();
+      return nullptr;
+    }
+    found = value.ptr();  // alive in k->grids
+  }
+  // The code object is held while it is the last one looked up: its address is not reused.
+  Py_INCREF(code);
+  Py_XSETREF(k->grid_code, code);
+  k->grid_program = found == Py_None
+                        ? nullptr
+                        : static_cast<const py::GridProgram*>(PyCapsule_GetPointer(found, nullptr));
+  return k->grid_program;
+}
+
+// What Python's arithmetic sees as the value scalar_from_python reads: None, a bool, an int or
+// a float of exactly those types (a subclass may define its own arithmetic).
+bool plain_scalar(PyObject* o) {
+  return o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o);
+}
+
+// The object `f` names for grid callable fn now (borrowed), or null (an empty cell, a name
+// defined nowhere, a namespace that is not a plain dict).
+PyObject* free_value(PyObject* fn, const py::GridProgram::Free& f) {
+  if (f.cell >= 0) {
+    PyObject* closure = PyFunction_GET_CLOSURE(fn);
+    if (closure == nullptr || f.cell >= PyTuple_GET_SIZE(closure)) return nullptr;
+    return PyCell_GET(PyTuple_GET_ITEM(closure, f.cell));
+  }
+  auto* func = reinterpret_cast<PyFunctionObject*>(fn);
+  for (PyObject* ns : {func->func_globals, func->func_builtins}) {
+    if (ns == nullptr || !PyDict_CheckExact(ns)) return nullptr;
+    if (PyObject* v = dict_get(ns, f.name)) return v;
+  }
+  return nullptr;
+}
+
+// Whether the names of callee c still denote the function the program computes in its place.
+bool same_callee(PyObject* fn, const py::GridProgram::Callee& c) {
+  PyObject* v = free_value(fn, c.root);
+  for (PyObject* attr : c.attrs) {
+    if (v == nullptr || !PyModule_CheckExact(v)) return false;
+    v = dict_get(PyModule_GetDict(v), attr);
+  }
+  return v == c.object;
+}
+
+// The grid gc's program gives for the call's values `vals` (every parameter), as calling the
+// callable would; false where it cannot say (a value it does not model, an error Python would
+// raise: the callable is then called).
+bool program_grid(const GridCall& gc, const ArgValue* vals, size_t np, Grid* out) {
+  const py::GridProgram& gp = *gc.program;
+  ArgValue args[kMaxCallArgs + 8];
+  const size_t nfree = gp.free.size();
+  if (np + nfree > std::size(args)) return false;
+  for (const expr::Program& d : gp.dims) {
+    for (const expr::Program::Read& r : d.reads()) {
+      if (r.param < np && gc.by_param[r.param] != nullptr && !r.dtype &&
+          !plain_scalar(gc.by_param[r.param])) {
+        return false;
+      }
+    }
+  }
+  for (const py::GridProgram::Callee& c : gp.callees) {
+    if (!same_callee(gc.fn, c)) return false;
+  }
+  std::memcpy(static_cast<void*>(args), vals, np * sizeof(ArgValue));
+  for (size_t j = 0; j < nfree; ++j) {
+    PyObject* v = free_value(gc.fn, gp.free[j]);
+    if (v == nullptr || !plain_scalar(v) || !py::scalar_from_python(v, args[np + j])) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  int64_t dims[3] = {1, 1, 1};
+  for (size_t i = 0; i < gp.dims.size(); ++i) {
+    const expr::Result r = expr::evaluate(gp.dims[i], args, static_cast<uint32_t>(np + nfree));
+    if (r.fault != expr::Fault::kNone) return false;
+    const expr::Value& v = r.value;
+    if ((v.kind != expr::Value::Kind::kInt && v.kind != expr::Value::Kind::kBool) ||
+        v.i < INT64_MIN || v.i > INT64_MAX) {
+      return false;
+    }
+    dims[i] = static_cast<int64_t>(v.i);
+  }
+  *out = Grid(dims[0], dims[1], dims[2]);
+  return true;
+}
 
 Grid call_grid(const void* ctx, const Meta& meta) {
   const auto* gc = static_cast<const GridCall*>(ctx);
@@ -690,6 +832,13 @@ Grid call_grid(const void* ctx, const Meta& meta) {
       if (!held) PyGILState_Release(s);
     }
   } release{held, gil};
+  if (gc->program != nullptr) {
+    Grid g;
+    if (program_grid(*gc, vals, static_cast<size_t>(np), &g)) {
+      g_grid_programs.fetch_add(1, std::memory_order_relaxed);
+      return g;
+    }
+  }
   pyb::object bound = pyb::reinterpret_steal<pyb::object>(_PyDict_NewPresized(np));
   if (!bound) throw pyb::error_already_set();
   for (Py_ssize_t p = 0; p < np; ++p) {
@@ -864,6 +1013,7 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
     if (PyCallable_Check(l->grid)) {
       spec.fn = &call_grid;
       spec.ctx = &gc;
+      gc.program = grid_program_of(k, l->grid);
     } else {
       spec.fixed = grid_from(l->grid);
     }
@@ -919,20 +1069,23 @@ PyObject* bind(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 }
 
 PyObject* stats(PyObject*, PyObject*) {
-  return Py_BuildValue("{s:K,s:K}", "fast", g_fast_calls.load(std::memory_order_relaxed), "triton",
-                       g_triton_calls.load(std::memory_order_relaxed));
+  return Py_BuildValue("{s:K,s:K,s:K}", "fast", g_fast_calls.load(std::memory_order_relaxed),
+                       "triton", g_triton_calls.load(std::memory_order_relaxed), "grid_programs",
+                       g_grid_programs.load(std::memory_order_relaxed));
 }
 
 PyObject* reset_stats(PyObject*, PyObject*) {
   g_fast_calls.store(0, std::memory_order_relaxed);
   g_triton_calls.store(0, std::memory_order_relaxed);
+  g_grid_programs.store(0, std::memory_order_relaxed);
   Py_RETURN_NONE;
 }
 
 PyMethodDef g_methods[] = {
     {"bind", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&bind)), METH_FASTCALL,
      "bind(view, kernel): makes view the fast view of kernel"},
-    {"stats", &stats, METH_NOARGS, "launches by path: {'fast': n, 'triton': m}"},
+    {"stats", &stats, METH_NOARGS,
+     "launches by path: {'fast': n, 'triton': m, 'grid_programs': g}"},
     {"reset_stats", &reset_stats, METH_NOARGS, "zeroes the launch counts"},
     {nullptr, nullptr, 0, nullptr}};
 

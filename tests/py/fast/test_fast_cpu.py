@@ -53,7 +53,7 @@ def test_positional_fixed_grid():
     x, y, out = data(n, seed=1), data(n, seed=2), torch.empty(n)
     triton_embed.jit(add_kernel)[(triton.cdiv(n, 256),)](x, y, out, n, 256)
     assert torch.equal(out, x + y)
-    assert triton_embed.fast_path_stats() == {"fast": 1, "triton": 0}
+    assert triton_embed.fast_path_stats() == {"fast": 1, "triton": 0, "grid_programs": 0}
 
 
 def test_named_defaults_and_grid_callable():
@@ -76,6 +76,111 @@ def test_named_defaults_and_grid_callable():
     assert seen["BLOCK"] == 128
 
 
+_BLOCKS = 3  # read by the grid callables below at every launch
+
+
+def _covered(out, x, y, programs, block):
+    """out is x + y over the first programs * block elements, and zero after them."""
+    k = min(programs * block, out.numel())
+    return torch.equal(out[:k], (x + y)[:k]) and not out[k:].any()
+
+
+def test_grid_programs_read_what_the_callable_reads_at_each_launch():
+    """A grid callable glue.py translates gives its grid without being called, from the values
+    it would read now: the meta-parameters, globals and closure cells."""
+    global _BLOCKS
+    n, block = 1000, 64
+    x, y = data(n, seed=21), data(n, seed=22)
+    fast = triton_embed.jit(add_kernel)
+    for blocks in (3, 5, 16):
+        _BLOCKS = blocks  # a global the callable reads: its value at this launch
+        out = torch.zeros(n)
+        grid = lambda meta: (min(_BLOCKS, triton.cdiv(meta["n"], meta["BLOCK"])), 1)  # noqa: B023,E731
+        fast[grid](x, y, out, n, BLOCK=block)
+        assert _covered(out, x, y, blocks, block), blocks
+    for blocks in (2, 7):
+
+        def grid_of(count):
+            def grid(meta):
+                """A closure: its cell is read at each launch."""
+                return (count * 1,)
+
+            return grid
+
+        out = torch.zeros(n)
+        fast[grid_of(blocks)](x, y, out, n, BLOCK=block)
+        assert _covered(out, x, y, blocks, block), blocks
+    out = torch.zeros(n)
+    fast[lambda meta: meta["n"] // meta["BLOCK"] + 1](x, y, out, n, BLOCK=block)  # one int
+    assert torch.equal(out, x + y)
+    assert triton_embed.fast_path_stats() == {"fast": 6, "triton": 0, "grid_programs": 6}
+
+
+_cdiv = triton.cdiv  # a global name for a function the grid callable below calls
+
+
+def test_grid_programs_follow_rebound_functions():
+    """A function the program computes in the callable's place is checked at each launch: once
+    its name denotes another function, the callable is called."""
+    global _cdiv
+    n, block = 1000, 64
+    x, y = data(n, seed=25), data(n, seed=26)
+    fast = triton_embed.jit(add_kernel)
+    try:
+        for blocks in (None, 2):
+            if blocks is not None:
+                _cdiv = lambda a, b: blocks  # noqa: E731,B023
+            out = torch.zeros(n)
+            grid = lambda meta: (_cdiv(meta["n"], meta["BLOCK"]),)  # noqa: E731,B023
+            fast[grid](x, y, out, n, BLOCK=block)
+            assert _covered(out, x, y, blocks or triton.cdiv(n, block), block), blocks
+    finally:
+        _cdiv = triton.cdiv
+    assert triton_embed.fast_path_stats() == {"fast": 2, "triton": 0, "grid_programs": 1}
+
+
+def test_grid_callables_called_where_no_program_says():
+    """The callable is called (and what it raises is raised) where its program cannot give the
+    grid Python would: calls of other functions, values it does not model, errors."""
+    n, block = 300, 64
+    x, y = data(n, seed=23), data(n, seed=24)
+    fast = triton_embed.jit(add_kernel)
+    calls = []
+
+    def blocks_for(count, size):
+        calls.append(count)
+        return triton.cdiv(count, size)
+
+    out = torch.zeros(n)
+    fast[lambda meta: (blocks_for(meta["n"], meta["BLOCK"]),)](x, y, out, n, BLOCK=block)
+    assert torch.equal(out, x + y) and calls == [n]
+
+    class Count(int):  # an int subclass: its arithmetic is its own
+        def __floordiv__(self, other):
+            return 1
+
+    class Holder:
+        blocks = 2
+
+    for grid, blocks in [(lambda meta: (Holder.blocks,), 2),  # an attribute: read by calling
+                         (lambda meta: (len(meta) - 3,), 2),  # the whole dict
+                         (lambda meta: (2,) if meta["n"] else (1,), 2)]:  # tuples in an if
+        out = torch.zeros(n)
+        fast[grid](x, y, out, n, BLOCK=block)
+        assert _covered(out, x, y, blocks, block)
+    out = torch.zeros(n)
+    fast[lambda meta: (meta["n"] // meta["BLOCK"],)](x, y, out, Count(n), BLOCK=block)
+    assert _covered(out, x, y, 1, block)
+    with pytest.raises(TypeError):  # a float: as from calling it
+        fast[lambda meta: (meta["n"] / meta["BLOCK"],)](x, y, out, n, BLOCK=block)
+    with pytest.raises(ZeroDivisionError):
+        fast[lambda meta: (meta["n"] // (meta["BLOCK"] - 64),)](x, y, out, n, BLOCK=block)
+    with pytest.raises(NameError):
+        fast[lambda meta: (_not_defined_anywhere,)](x, y, out, n, BLOCK=block)  # noqa: F821
+    stats = triton_embed.fast_path_stats()
+    assert stats == {"fast": 5, "triton": 0, "grid_programs": 0}, stats
+
+
 def test_heuristics_and_autotune():
     for n in (1000, 4096, 5000):
         x, y = data(n, seed=n), data(n, seed=n + 1)
@@ -85,7 +190,7 @@ def test_heuristics_and_autotune():
         out = torch.empty(n)
         triton_embed.jit(tuned_add_kernel)[lambda m: (triton.cdiv(m["n"], m["BLOCK"]),)](x, y, out, n)
         assert torch.equal(out, x + y), n
-    assert triton_embed.fast_path_stats() == {"fast": 6, "triton": 0}
+    assert triton_embed.fast_path_stats() == {"fast": 6, "triton": 0, "grid_programs": 6}
 
 
 def test_tuples_dtypes_constexpr_and_launch_options():
@@ -188,7 +293,7 @@ def test_tensor_descriptors_on_cpu():
     a, b = TensorDescriptor.from_tensor(src, [32, 32]), TensorDescriptor.from_tensor(dst, [32, 32])
     fast[(2, 1)](a, b, BLOCK_M=32, BLOCK_N=32)
     assert torch.equal(src, dst)
-    assert triton_embed.fast_path_stats() == {"fast": 1, "triton": 0}
+    assert triton_embed.fast_path_stats() == {"fast": 1, "triton": 0, "grid_programs": 0}
 
 
 def test_python_exceptions_raise_as_they_are():
@@ -211,7 +316,7 @@ def test_python_exceptions_raise_as_they_are():
     with pytest.raises(GridFailure) as info:
         triton_embed.jit(add_kernel)[grid](x, x, out, 8, BLOCK=8)
     assert info.value is failure
-    assert triton_embed.fast_path_stats() == {"fast": 0, "triton": 0}
+    assert triton_embed.fast_path_stats() == {"fast": 0, "triton": 0, "grid_programs": 0}
 
 
 class _StandInDriver:
@@ -257,4 +362,4 @@ def test_bad_calls_raise_what_triton_raises():
             assert raised(call, fast) == expected, i
     finally:
         driver.set_active(None)  # as before: no driver on this machine (the test skips with one)
-    assert triton_embed.fast_path_stats() == {"fast": 0, "triton": len(calls)}
+    assert triton_embed.fast_path_stats() == {"fast": 0, "triton": len(calls), "grid_programs": 0}
