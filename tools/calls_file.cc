@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "core/jit_internal.h"
 
 namespace triton_embed::tools {

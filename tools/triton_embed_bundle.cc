@@ -47,10 +47,10 @@
 #include <utility>
 #include <vector>
 
+#include "base/errors.h"
 #include "bundle/format.h"
 #include "bundle/store.h"
 #include "calls_file.h"
-#include "core/errors.h"
 #include "core/jit_internal.h"
 #include "core/kernel_state.h"
 #include "cuda/driver.h"

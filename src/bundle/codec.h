@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/errors.h"
 #include "bundle/enum_codes.h"
-#include "core/errors.h"
 #include "core/kernel_state.h"
 #include "triton_embed/error.h"
 

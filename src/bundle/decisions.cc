@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/errors.h"
 #include "bundle/codec.h"
 #include "bundle/kernel_table.h"
-#include "core/errors.h"
 #include "core/target.h"
 
 namespace triton_embed::detail::bundle {

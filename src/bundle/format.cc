@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "core/errors.h"
+#include "base/errors.h"
 
 #ifndef TRITON_EMBED_VERSION_STRING
 #error "TRITON_EMBED_VERSION_STRING must be defined (CMakeLists.txt sets it on this file)"

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/errors.h"
 #include "bundle/codec.h"
-#include "core/errors.h"
 #include "triton_embed/error.h"
 #include "triton_embed/named.h"
 

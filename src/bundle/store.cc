@@ -15,13 +15,13 @@
 #include <utility>
 #include <vector>
 
+#include "base/errors.h"
 #include "bundle/decisions.h"
 #include "bundle/kernel_table.h"
 #include "bundle/tuning_rule.h"
 #include "core/arg_format.h"
 #include "core/cache.h"
 #include "core/compiled_kernel.h"
-#include "core/errors.h"
 #include "core/registry.h"
 #include "core/source.h"
 #include "core/specialize.h"

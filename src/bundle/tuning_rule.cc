@@ -8,7 +8,7 @@
 #include <map>
 #include <mutex>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "triton_embed/bundle.h"
 
 namespace triton_embed::detail::bundle {

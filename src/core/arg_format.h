@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/internal_api.h"
+#include "base/internal_api.h"
 #include "core/kernel_state.h"
 #include "core/specialize.h"
 #include "triton_embed/arg_value.h"

@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "core/errors.h"
-#include "core/internal_api.h"
+#include "base/errors.h"
+#include "base/internal_api.h"
 #include "core/kernel_state.h"
 
 namespace triton_embed::detail {

@@ -16,7 +16,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/internal_api.h"
+#include "base/internal_api.h"
 #include "core/once.h"
 #include "core/tma_meta.h"
 #include "core/word_hash.h"

@@ -8,8 +8,8 @@
 #include <mutex>
 #include <string>
 
+#include "base/errors.h"
 #include "core/arg_format.h"
-#include "core/errors.h"
 #include "core/once.h"
 #include "core/source.h"
 #include "core/target.h"

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "core/errors.h"
+#include "base/errors.h"
 
 namespace triton_embed::detail::expr {
 

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/internal_api.h"
+#include "base/internal_api.h"
 #include "triton_embed/arg_value.h"
 #include "triton_embed/dtype.h"
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "base/errors.h"
 #include "core/arg_format.h"
-#include "core/errors.h"
 #include "core/jit_internal.h"
 #include "core/kernel_state.h"
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/internal_api.h"
+#include "base/internal_api.h"
 #include "triton_embed/jit.h"
 
 namespace triton_embed::detail {

@@ -4,10 +4,10 @@
 #include <cstring>
 #include <memory>
 
+#include "base/errors.h"
 #include "core/arg_format.h"
 #include "core/bind.h"
 #include "core/compile.h"
-#include "core/errors.h"
 #include "core/specialize.h"
 #include "core/target.h"
 #include "core/tensor_map.h"

@@ -8,10 +8,10 @@
 #include <optional>
 #include <string>
 
+#include "base/errors.h"
 #include "core/arg_format.h"
 #include "core/bind.h"
 #include "core/compile.h"
-#include "core/errors.h"
 #include "core/kernel_state.h"
 #include "core/source.h"
 #include "core/specialize.h"

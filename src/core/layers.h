@@ -21,9 +21,9 @@
 #include <tuple>
 #include <vector>
 
-#include "core/errors.h"
+#include "base/errors.h"
+#include "base/internal_api.h"
 #include "core/expr.h"
-#include "core/internal_api.h"
 #include "core/jit_internal.h"
 #include "core/memo.h"
 #include "core/once.h"

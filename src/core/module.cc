@@ -2,9 +2,9 @@
 
 #include <string>
 
+#include "base/errors.h"
 #include "core/arg_format.h"
 #include "core/compile.h"
-#include "core/errors.h"
 
 namespace triton_embed::detail {
 

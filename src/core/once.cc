@@ -5,7 +5,7 @@
 #include <cstring>
 #include <exception>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "core/source.h"
 
 namespace triton_embed::detail {

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/internal_api.h"
+#include "base/internal_api.h"
 
 namespace triton_embed::detail {
 

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <vector>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "core/jit_internal.h"
 
 namespace triton_embed {

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/errors.h"
 #include "core/arg_format.h"
-#include "core/errors.h"
 
 namespace triton_embed::detail {
 

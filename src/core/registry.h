@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "core/internal_api.h"
+#include "base/internal_api.h"
 #include "core/kernel_state.h"
 
 namespace triton_embed::detail {

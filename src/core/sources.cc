@@ -10,8 +10,8 @@
 #include <mutex>
 #include <string>
 
+#include "base/errors.h"
 #include "core/arg_format.h"
-#include "core/errors.h"
 #include "core/kernel_state.h"
 #include "core/once.h"
 #include "core/registry.h"

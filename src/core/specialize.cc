@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "base/errors.h"
 #include "core/arg_format.h"
-#include "core/errors.h"
 #include "core/tensor_map.h"
 
 namespace triton_embed::detail {

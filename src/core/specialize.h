@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "base/internal_api.h"
 #include "core/cache.h"
-#include "core/internal_api.h"
 #include "core/kernel_state.h"
 #include "triton_embed/arg_value.h"
 

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "cuda/driver.h"
 
 namespace triton_embed {

@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "core/internal_api.h"
+#include "base/internal_api.h"
 #include "triton_embed/runtime.h"
 
 namespace triton_embed::detail {

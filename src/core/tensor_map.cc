@@ -4,8 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include "base/errors.h"
 #include "core/arg_format.h"
-#include "core/errors.h"
 #include "core/triton_versions.h"
 #include "cuda/driver.h"
 

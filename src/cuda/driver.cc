@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "triton_embed/runtime.h"
 
 namespace triton_embed::detail::cuda {
@@ -30,7 +30,8 @@ Api load() {
   void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     const char* why = dlerror();
-    a.error = std::string("cannot load the CUDA driver (") + path + "): " + (why ? why : "unknown error");
+    a.error =
+        std::string("cannot load the CUDA driver (") + path + "): " + (why ? why : "unknown error");
     return a;
   }
   std::string& e = a.error;
@@ -130,8 +131,8 @@ const ContextInfo& add_context(const Api& a, CUcontext ctx) {
   for (int i = 0; i < n; ++i) {
     if (g_contexts[i].ctx == ctx) return g_contexts[i];
   }
-  TE_CHECK(n < kMaxKnownContexts, Error) << "triton_embed: more than " << kMaxKnownContexts
-                                         << " CUDA contexts used in one process";
+  TE_CHECK(n < kMaxKnownContexts, Error)
+      << "triton_embed: more than " << kMaxKnownContexts << " CUDA contexts used in one process";
   ContextInfo info;
   info.ctx = ctx;
   check(a.cuCtxGetDevice(&info.device), "cuCtxGetDevice", "reading the current context's device");
@@ -158,8 +159,10 @@ const ContextInfo& add_context(const Api& a, CUcontext ctx) {
   if (info.arch == 107) {
     constexpr int kMaxOversizedSharedMemoryPerBlock = 150;  // as Triton 3.8 defines it
     int v = 0;
-    if (a.cuDeviceGetAttribute(&v, static_cast<CUdevice_attribute>(kMaxOversizedSharedMemoryPerBlock),
-                               info.device) == CUDA_SUCCESS && v > 0) {
+    if (a.cuDeviceGetAttribute(&v,
+                               static_cast<CUdevice_attribute>(kMaxOversizedSharedMemoryPerBlock),
+                               info.device) == CUDA_SUCCESS &&
+        v > 0) {
       info.max_shared_oversized = v;
     }
   }

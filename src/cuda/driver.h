@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "core/internal_api.h"
+#include "base/internal_api.h"
 
 namespace triton_embed::detail::cuda {
 

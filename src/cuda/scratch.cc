@@ -4,7 +4,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "cuda/driver.h"
 
 namespace triton_embed {
@@ -47,7 +47,7 @@ class StreamOrderedAllocator final : public ScratchAllocator {
 };
 
 struct Slots {
-  std::mutex mu;  // guards keep
+  std::mutex mu;                                        // guards keep
   std::vector<std::shared_ptr<ScratchAllocator>> keep;  // every allocator ever installed
   std::atomic<ScratchAllocator*> current[2];
   std::shared_ptr<ScratchAllocator> defaults[2];

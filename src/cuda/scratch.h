@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/internal_api.h"
+#include "base/internal_api.h"
 #include "triton_embed/allocator.h"
 
 namespace triton_embed::detail::cuda {

@@ -7,9 +7,9 @@
 #include <memory>
 #include <string>
 
+#include "base/errors.h"
 #include "core/arg_format.h"
 #include "core/compiled_kernel.h"
-#include "core/errors.h"
 #include "core/target.h"
 #include "core/triton_versions.h"
 #include "python/convert.h"

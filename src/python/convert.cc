@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "python/handles.h"
 #include "python/interpreter.h"
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/errors.h"
+#include "base/errors.h"
 
 namespace triton_embed::detail::py {
 

@@ -5,7 +5,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "python/jit_layer.h"
 
 namespace triton_embed::detail {

@@ -1,10 +1,10 @@
 // Running a kernel through Triton's interpreter: the host path for CPU tensors. It is for
 // correctness and debugging, not speed: every call enters Python.
 
+#include "base/errors.h"
 #include "core/arg_format.h"
 #include "core/bind.h"
 #include "core/compile.h"
-#include "core/errors.h"
 #include "python/convert.h"
 #include "python/handles.h"
 #include "python/interpreter.h"

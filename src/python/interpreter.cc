@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "core/registry.h"
 #include "core/triton_versions.h"
 #include "python/jit_layer.h"
@@ -59,7 +59,8 @@ std::string pykernels_root() {
     const size_t slash = lib.rfind('/');
     std::string libdir = slash == std::string::npos ? "." : lib.substr(0, slash);
     const std::string rel = TRITON_EMBED_INSTALL_LIBDIR_REL;
-    if (libdir.size() > rel.size() && libdir.compare(libdir.size() - rel.size(), rel.size(), rel) == 0) {
+    if (libdir.size() > rel.size() &&
+        libdir.compare(libdir.size() - rel.size(), rel.size(), rel) == 0) {
       const std::string prefix = libdir.substr(0, libdir.size() - rel.size());
       const std::string installed = prefix + TRITON_EMBED_INSTALL_PYROOT_REL;
       if (is_dir(installed + "/pykernels")) return installed;
@@ -203,8 +204,9 @@ void setup(const std::vector<std::string>& paths) {
   s.triton_minor = info[4].cast<int>();
   const int version = s.triton_major * 100 + s.triton_minor;
   if (version < triton_versions::kOldest) {
-    throw PythonError("triton_embed needs Triton " + std::to_string(triton_versions::kOldest / 100) +
-                      "." + std::to_string(triton_versions::kOldest % 100) +
+    throw PythonError("triton_embed needs Triton " +
+                      std::to_string(triton_versions::kOldest / 100) + "." +
+                      std::to_string(triton_versions::kOldest % 100) +
                       " or newer; the Python environment has Triton " + s.triton_version + " (" +
                       s.python_exe + ")");
   }

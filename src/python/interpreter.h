@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/internal_api.h"
+#include "base/internal_api.h"
 #include "triton_embed/runtime.h"
 
 namespace triton_embed::detail::py {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "base/errors.h"
 #include "core/arg_format.h"
-#include "core/errors.h"
 #include "core/kernel_state.h"
 #include "core/registry.h"
 #include "python/convert.h"

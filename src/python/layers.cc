@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/errors.h"
 #include "core/arg_format.h"
-#include "core/errors.h"
 #include "core/kernel_state.h"
 #include "cuda/driver.h"
 #include "cuda/scratch.h"

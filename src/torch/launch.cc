@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "torch/python_hooks.h"
 #include "triton_embed/torch.h"
 

@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "core/internal_api.h"
+#include "base/internal_api.h"
 #include "triton_embed/error.h"
 
 #define TE_LIKELY(x) __builtin_expect(!!(x), 1)
