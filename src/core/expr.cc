@@ -470,10 +470,10 @@ struct Eval {
           ci = f > 0 ? -1 : 1;
         } else {
           const double fl = std::floor(f);
-          // |f| < 2^127 here for every int this evaluator holds to compare meaningfully.
-          if (fl >= 1.7e38) {
+          // Every i128 lies in [-2^127, 2^127): beyond that, f is above or below each of them.
+          if (fl >= 0x1p127) {
             ci = -1;
-          } else if (fl <= -1.7e38) {
+          } else if (fl < -0x1p127) {
             ci = 1;
           } else {
             const i128 fi = static_cast<i128>(fl);
@@ -792,8 +792,14 @@ struct Eval {
         if (!has(x.param)) return fail(Fault::kKeyError, "an argument the call did not give");
         *out = boolean(args[x.param].kind == ArgKind::kNone);
         return true;
-      case Op::kArgOr:
-        return has(x.param) ? arg(x.param, out) : eval(x.a, out);
+      case Op::kArgOr: {
+        // Python evaluates the default before the call: its error is raised either way.
+        Value d;
+        if (!eval(x.a, &d)) return false;
+        if (has(x.param)) return arg(x.param, out);
+        *out = d;
+        return true;
+      }
       case Op::kAnd:
       case Op::kOr: {
         Value a;

@@ -47,7 +47,8 @@ enum class Op : uint8_t {
   kToInt,
   kToFloat,
   kToBool,
-  // args.get("name", a): the argument when the call gave it (or a config set it), else a.
+  // args.get("name", a): a is evaluated (its error raised); then the argument when the call gave
+  // it (or a config set it), else a.
   kArgOr,
   // Binary (a, b).
   kAdd,

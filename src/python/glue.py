@@ -397,10 +397,65 @@ _UNARY = {"USub": "neg", "UAdd": "pos", "Not": "not", "Invert": "invert"}
 _COMPARE = {"Eq": "eq", "NotEq": "ne", "Lt": "lt", "LtE": "le", "Gt": "gt", "GtE": "ge"}
 
 
-def _function_node(fn):
-    """The ast node (Lambda or FunctionDef) of fn, from its module's source."""
+_CODE_FIELDS = ("co_code", "co_consts", "co_names", "co_varnames", "co_freevars", "co_cellvars",
+                "co_argcount", "co_posonlyargcount", "co_kwonlyargcount")
+
+
+def _module_imports(tree):
+    """The import statements of the module's own scope (where the compiler looks for names a
+    call's receiver was imported as)."""
+    import ast
+
+    found, todo = [], list(tree.body)
+    while todo:
+        st = todo.pop(0)
+        if isinstance(st, (ast.Import, ast.ImportFrom)):
+            found.append(st)
+        elif not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(st, field, []) or []:
+                    todo.extend(child.body if isinstance(child, ast.ExceptHandler) else [child])
+    return found
+
+
+def _compiles_to(node, code, filename, imports):
+    """Whether node (a Lambda or FunctionDef of fn's source) compiles to fn's code: compiled as
+    the nested code of a function whose parameters are fn's free variables, below the module's
+    imports, it is built as fn's was (closure reads as such, other names as globals, calls on
+    imported names as the compiler makes them)."""
     import ast
     import builtins  # compile() is this module's
+    import copy
+    import types
+
+    inner = copy.copy(node)
+    if isinstance(inner, ast.FunctionDef):
+        inner.decorator_list = []
+        statement = inner
+    else:
+        statement = ast.Return(value=inner)
+    outer = ast.parse("def _te_outer(%s):\n    pass\n" % ", ".join(code.co_freevars)).body[0]
+    outer.body = [statement]
+    module = ast.Module(body=imports + [outer], type_ignores=[])
+    ast.fix_missing_locations(module)
+    try:
+        compiled = builtins.compile(module, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, TypeError):
+        return False
+    for outer_code in compiled.co_consts:
+        if not isinstance(outer_code, types.CodeType):
+            continue
+        for c in outer_code.co_consts:
+            if isinstance(c, types.CodeType) and c.co_name == code.co_name and all(
+                    getattr(c, f) == getattr(code, f) for f in _CODE_FIELDS):
+                return True
+    return False
+
+
+def _function_node(fn):
+    """The ast node (Lambda or FunctionDef) of fn, from its module's source: the one at fn's
+    first line that compiles to fn's code (a file edited since it was loaded has none)."""
+    import ast
     import inspect
     import linecache
 
@@ -409,6 +464,7 @@ def _function_node(fn):
         filename = inspect.getsourcefile(fn) or code.co_filename
     except TypeError:
         filename = code.co_filename
+    linecache.checkcache(filename)
     lines = linecache.getlines(filename)
     if not lines:
         raise NotTranslatable("its source is not available (%s)" % code.co_filename)
@@ -422,24 +478,33 @@ def _function_node(fn):
             first = min([node.lineno] + [d.lineno for d in node.decorator_list])
             if first == code.co_firstlineno:
                 found.append(node)
-    if len(found) > 1:
-        # Several lambdas on one line: the one that compiles to fn's code.
-        def same(node):
-            wrapper = ast.Expression(body=node) if isinstance(node, ast.Lambda) else ast.Module(
-                body=[node], type_ignores=[])
-            ast.fix_missing_locations(wrapper)
-            compiled = builtins.compile(wrapper, filename,
-                                        "eval" if isinstance(node, ast.Lambda) else "exec")
-            for c in compiled.co_consts:
-                if hasattr(c, "co_code") and c.co_code == code.co_code and c.co_names == code.co_names \
-                        and c.co_consts == code.co_consts:
-                    return True
-            return False
-
-        found = [n for n in found if same(n)] or found[:1]
     if not found:
         raise NotTranslatable("its source was not found in %s line %d" % (filename, code.co_firstlineno))
+    # Several on one line compiling to the same code are the same function: the first of them.
+    imports = _module_imports(tree)
+    found = [n for n in found if _compiles_to(n, code, filename, imports)]
+    if not found:
+        raise NotTranslatable("its source in %s line %d does not compile to its code (edited since "
+                              "it was loaded?)" % (filename, code.co_firstlineno))
     return found[0], source
+
+
+_KNOWN_CALLS = []
+
+
+def _known_calls():
+    """The functions the evaluator computes, as (function, operation): read once, so that a
+    module attribute replaced later (triton.cdiv = ...) is not taken for them."""
+    import builtins
+
+    import triton
+
+    if not _KNOWN_CALLS:
+        _KNOWN_CALLS.extend([(builtins.min, "min"), (builtins.max, "max"), (builtins.abs, "abs"),
+                             (builtins.int, "to_int"), (builtins.float, "to_float"),
+                             (builtins.bool, "to_bool"), (triton.cdiv, "cdiv"),
+                             (triton.next_power_of_2, "next_power_of_2")])
+    return _KNOWN_CALLS
 
 
 class _Translator:
@@ -685,9 +750,6 @@ class _Translator:
 
     def call(self, node):
         import ast
-        import builtins
-
-        import triton
 
         if node.keywords:
             self.stop(node, "a call with keyword arguments")
@@ -710,25 +772,22 @@ class _Translator:
             return ("arg_or", self.params[key.value], default)
         fn = self.resolve(f)
         args = node.args
-        if fn is builtins.min or fn is builtins.max:
+        op = next((op for known, op in _known_calls() if fn is known), None)
+        if op in ("min", "max"):
             if len(args) < 2:
                 self.stop(node, "min or max of one iterable")
-            op = "min" if fn is builtins.min else "max"
             out = self.expr(args[0])
             for a in args[1:]:
                 out = (op, out, self.expr(a))
             return out
-        one = {builtins.abs: "abs", builtins.int: "to_int", builtins.float: "to_float",
-               builtins.bool: "to_bool", triton.next_power_of_2: "next_power_of_2"}
-        for known, op in one.items():
-            if fn is known:
-                if len(args) != 1:
-                    self.stop(node, "%s with %d arguments" % (op, len(args)))
-                return (op, self.expr(args[0]))
-        if fn is triton.cdiv:
+        if op == "cdiv":
             if len(args) != 2:
                 self.stop(node, "triton.cdiv with %d arguments" % len(args))
             return ("cdiv", self.expr(args[0]), self.expr(args[1]))
+        if op is not None:
+            if len(args) != 1:
+                self.stop(node, "%s with %d arguments" % (op, len(args)))
+            return (op, self.expr(args[0]))
         self.stop(node, "a call of %s" % getattr(fn, "__qualname__", type(fn).__name__))
 
 

@@ -240,9 +240,7 @@ struct FastKernel {
   PyObject* options;        // dict: tuple of launch options (name, value, ...) -> InternedOptions*
   PyObject* pre_run_hooks;  // the JITFunction's list of pre-run hooks (Triton runs them)
   const InternedOptions* no_options;
-  // Grid callables by code object: a capsule of its GridProgram, or None where it has none;
-  // and the last code object looked up (a reference) with its program.
-  PyObject* grids;
+  // The last grid function's code object looked up (a reference) and its program (null: none).
   PyObject* grid_code;
   const py::GridProgram* grid_program;
 };
@@ -257,7 +255,6 @@ void kernel_dealloc(PyObject* self) {
   Py_CLEAR(k->names);
   Py_CLEAR(k->options);
   Py_CLEAR(k->pre_run_hooks);
-  Py_CLEAR(k->grids);
   Py_CLEAR(k->grid_code);
   Py_TYPE(self)->tp_free(self);
 }
@@ -287,8 +284,6 @@ bool ensure_loaded(FastKernel* k) {
     k->names = names.release().ptr();
     k->options = PyDict_New();
     if (k->options == nullptr) return false;
-    k->grids = PyDict_New();
-    if (k->grids == nullptr) return false;
     k->no_options = intern_options(Options());
     k->state = s;
     return true;
@@ -694,53 +689,70 @@ void free_grid_program(PyObject* capsule) {
   delete static_cast<py::GridProgram*>(PyCapsule_GetPointer(capsule, nullptr));
 }
 
-// The program of grid callable g (a Python function whose source glue.py translates), or null:
-// once per code object and kernel, for up to kMaxGridCodes code objects a kernel. A callable
-// it cannot translate is called at each launch.
-constexpr Py_ssize_t kMaxGridCodes = 64;
+// Grid programs by (code object, the kernel's parameter names): a capsule of the GridProgram,
+// or None where the code has none. Shared by every view; entries are never removed, so a
+// program stays valid while the process runs. Guarded by the GIL.
+PyObject* g_grid_cache = nullptr;
+constexpr Py_ssize_t kMaxGridCodes = 4096;
 
+// What g_grid_cache keeps for grid function g of kernel k: a capsule, or None where glue.py
+// cannot translate it. An interrupt or a failed allocation while translating is raised.
+pyb::object translate_grid(const FastKernel* k, PyObject* g) {
+  auto program = std::make_unique<py::GridProgram>();
+  bool ok = false;
+  try {
+    std::vector<std::string> params;
+    for (const auto& p : k->state->params) params.push_back(p.name);
+    std::string why;
+    ok = py::grid_program(g, params, program.get(), &why);
+  } catch (pyb::error_already_set& e) {
+    if (e.matches(PyExc_KeyboardInterrupt) || e.matches(PyExc_MemoryError) ||
+        e.matches(PyExc_SystemExit)) {
+      throw;
+    }
+    // Any other error (a source that cannot be read or parsed, ...): the function is called.
+  } catch (...) {
+  }
+  if (!ok) return pyb::none();
+  auto capsule = pyb::reinterpret_steal<pyb::object>(
+      PyCapsule_New(program.get(), nullptr, &free_grid_program));
+  if (!capsule) throw pyb::error_already_set();
+  program.release();  // the capsule's
+  return capsule;
+}
+
+// The program of grid callable g (a Python function whose source glue.py translates), or null
+// (the function is then called at each launch): translated once per code object and kernel
+// parameters, for up to kMaxGridCodes of them.
 const py::GridProgram* grid_program_of(FastKernel* k, PyObject* g) {
   if (!PyFunction_Check(g)) return nullptr;
   PyObject* code = PyFunction_GET_CODE(g);
   if (code == k->grid_code) return k->grid_program;
-  PyObject* found = dict_get(k->grids, code);
-  if (found == nullptr) {
-    if (PyDict_GET_SIZE(k->grids) >= kMaxGridCodes) return nullptr;
-    auto program = std::make_unique<py::GridProgram>();
-    std::string why;
-    bool ok = false;
-    try {
-      std::vector<std::string> params;
-      for (const auto& p : k->state->params) params.push_back(p.name);
-      ok = py::grid_program(g, params, program.get(), &why);
-    } catch (pyb::error_already_set& e) {
-      e.restore();
-      PyErr_Clear();  // its source cannot be read or parsed: the callable is called
-    } catch (const Error&) {
-    }
-    pyb::object value = pyb::none();
-    if (ok) {
-      value = pyb::reinterpret_steal<pyb::object>(
-          PyCapsule_New(program.get(), nullptr, &free_grid_program));
-      if (!value) {
-        PyErr_Clear();
-        return nullptr;
-      }
-      program.release();  // the capsule's
-    }
-    if (PyDict_SetItem(k->grids, code, value.ptr()) != 0) {
-      PyErr_Clear();
-      return nullptr;
-    }
-    found = value.ptr();  // alive in k->grids
+  if (g_grid_cache == nullptr && (g_grid_cache = PyDict_New()) == nullptr) {
+    throw pyb::error_already_set();
   }
-  // The code object is held while it is the last one looked up: its address is not reused.
+  auto key = pyb::reinterpret_steal<pyb::object>(PyTuple_Pack(2, code, k->names));
+  if (!key) throw pyb::error_already_set();
+  PyObject* found = PyDict_GetItemWithError(g_grid_cache, key.ptr());
+  if (found == nullptr) {
+    if (PyErr_Occurred()) throw pyb::error_already_set();
+    if (PyDict_GET_SIZE(g_grid_cache) >= kMaxGridCodes) return nullptr;
+    const pyb::object value = translate_grid(k, g);
+    // Another thread may have translated it meanwhile (Python ran): the first one stays.
+    found = PyDict_SetDefault(g_grid_cache, key.ptr(), value.ptr());
+    if (found == nullptr) throw pyb::error_already_set();
+  }
+  const auto* program =
+      found == Py_None ? nullptr
+                       : static_cast<const py::GridProgram*>(PyCapsule_GetPointer(found, nullptr));
+  // The last one looked up, its code object held so that its address is not reused; the old
+  // one is released last (that may run Python code), after the pair is consistent.
+  PyObject* old = k->grid_code;
   Py_INCREF(code);
-  Py_XSETREF(k->grid_code, code);
-  k->grid_program = found == Py_None
-                        ? nullptr
-                        : static_cast<const py::GridProgram*>(PyCapsule_GetPointer(found, nullptr));
-  return k->grid_program;
+  k->grid_code = code;
+  k->grid_program = program;
+  Py_XDECREF(old);
+  return program;
 }
 
 // What Python's arithmetic sees as the value scalar_from_python reads: None, a bool, an int or

@@ -139,6 +139,64 @@ def test_grid_programs_follow_rebound_functions():
     assert triton_embed.fast_path_stats() == {"fast": 2, "triton": 0, "grid_programs": 1}
 
 
+class _Wide(int):
+    """An int whose product is its own."""
+
+    def __mul__(self, other):
+        return 5
+
+
+def _two_on_a_line(blocks):
+    first, second = (lambda meta: (blocks,)), (lambda meta: (blocks + 1, 1))  # noqa: E731
+    return first, second
+
+
+def test_grid_programs_are_what_python_runs(tmp_path, monkeypatch):
+    """What the program computes is what the function would: the lambda of its own line that
+    compiles to its code, the source it was loaded from, a default get() evaluates, and names
+    that denote other objects since it was translated (the function is then called)."""
+    import importlib
+    import sys
+
+    n, block = 1000, 64
+    x, y = data(n, seed=27), data(n, seed=28)
+    fast = triton_embed.jit(add_kernel)
+
+    def launch(grid):
+        out = torch.zeros(n)
+        fast[grid](x, y, out, n, BLOCK=block)
+        return out
+
+    assert _covered(launch(_two_on_a_line(3)[1]), x, y, 4, block)
+    assert _covered(launch(_two_on_a_line(3)[0]), x, y, 3, block)
+    with pytest.raises(ZeroDivisionError):
+        launch(lambda meta: (meta.get("n", 1 // 0) // 64,))
+    assert triton_embed.fast_path_stats()["grid_programs"] == 2
+    # Names that denote other objects now: a global of a type with its own arithmetic, a
+    # module's function replaced, a builtin shadowed by a global.
+    triton_embed.reset_fast_path_stats()
+    monkeypatch.setitem(globals(), "_BLOCKS", _Wide(2))
+    assert _covered(launch(lambda meta: (_BLOCKS * 1,)), x, y, 5, block)
+    monkeypatch.setattr(triton, "cdiv", lambda a, b: 6)
+    assert _covered(launch(lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),)), x, y, 6, block)
+    monkeypatch.setitem(globals(), "abs", lambda a: 7)
+    assert _covered(launch(lambda meta: (abs(meta["n"] // 500),)), x, y, 7, block)
+    assert triton_embed.fast_path_stats()["grid_programs"] == 0
+    # A module edited after it was loaded: its function is called; once reloaded, the new one
+    # is translated from the new source.
+    module = tmp_path / "te_edited_grid.py"
+    module.write_text("grid = lambda meta: (3,)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    edited = importlib.import_module("te_edited_grid")
+    module.write_text("grid = lambda meta: (8,)\n")
+    assert _covered(launch(edited.grid), x, y, 3, block)
+    assert triton_embed.fast_path_stats()["grid_programs"] == 0
+    importlib.reload(edited)
+    assert _covered(launch(edited.grid), x, y, 8, block)
+    assert triton_embed.fast_path_stats()["grid_programs"] == 1
+    sys.modules.pop("te_edited_grid", None)
+
+
 def test_grid_callables_called_where_no_program_says():
     """The callable is called (and what it raises is raised) where its program cannot give the
     grid Python would: calls of other functions, values it does not model, errors."""
