@@ -76,6 +76,36 @@ struct Types {
 Types g_types;
 PyObject* g_knobs_dict = nullptr;  // knobs.runtime's instance __dict__
 
+// A stamp of g_knobs_dict that changes whenever the dict does (its contents, or it is freed):
+// Python 3.12+ counts the events of a dict watcher, 3.11 reads the dict's version tag. False
+// where there is none (no watcher left): then the dict is read at each launch.
+#if PY_VERSION_HEX >= 0x030C0000
+uint64_t g_knobs_events = 0;  // guarded by the GIL
+bool g_knobs_watched = false;
+int count_knobs_event(PyDict_WatchEvent, PyObject*, PyObject*, PyObject*) {
+  ++g_knobs_events;
+  return 0;
+}
+void watch_knobs_dict() {
+  const int id = PyDict_AddWatcher(&count_knobs_event);
+  if (id < 0 || PyDict_Watch(id, g_knobs_dict) < 0) {
+    PyErr_Clear();
+    return;
+  }
+  g_knobs_watched = true;
+}
+bool knobs_stamp(uint64_t* out) {
+  *out = g_knobs_events;
+  return g_knobs_watched;
+}
+#else
+void watch_knobs_dict() {}
+bool knobs_stamp(uint64_t* out) {
+  *out = reinterpret_cast<PyDictObject*>(g_knobs_dict)->ma_version_tag;
+  return true;
+}
+#endif
+
 PyObject* import_attr(const char* module, const char* attr) {
   PyObject* m = PyImport_ImportModule(module);
   if (m == nullptr) return nullptr;
@@ -103,6 +133,7 @@ bool init_types() {
   if (t.runtime_knobs == nullptr) return false;
   g_knobs_dict = PyObject_GenericGetDict(t.runtime_knobs, nullptr);
   if (g_knobs_dict == nullptr) return false;
+  watch_knobs_dict();
   struct Name {
     PyObject** slot;
     const char* text;
@@ -324,13 +355,26 @@ struct HookWatch {
   PyObject* chain = nullptr;      // the HookChain last seen
   PyObject* calls = nullptr;      // its list of calls
   unsigned int type_version = 0;  // 0: the chain is not the class's (read it every call)
+  bool stamped = false;           // the instance dict lacked the name at knobs stamp `stamp`
+  uint64_t stamp = 0;
 };
 HookWatch g_enter_hook, g_exit_hook;
 
+// Whether knobs.runtime has no instance attribute `name`: unchanged since w last saw it lack
+// one (the dict's stamp), or read from the dict.
+bool no_instance_attr(PyObject* name, HookWatch& w) {
+  uint64_t stamp = 0;
+  const bool stamped = knobs_stamp(&stamp);
+  if (stamped && w.stamped && stamp == w.stamp) return true;
+  if (dict_get(g_knobs_dict, name) != nullptr) return false;
+  w.stamped = stamped;
+  w.stamp = stamp;
+  return true;
+}
+
 bool hook_set(PyObject* name, HookWatch& w) {
   PyTypeObject* type = Py_TYPE(g_types.runtime_knobs);
-  if (w.type_version != 0 && type->tp_version_tag == w.type_version &&
-      dict_get(g_knobs_dict, name) == nullptr) {
+  if (w.type_version != 0 && type->tp_version_tag == w.type_version && no_instance_attr(name, w)) {
     return PyList_GET_SIZE(w.calls) != 0;
   }
   w.type_version = 0;
@@ -349,8 +393,8 @@ bool hook_set(PyObject* name, HookWatch& w) {
     Py_DECREF(h);
     return true;
   }
-  const bool from_class = dict_get(g_knobs_dict, name) == nullptr &&
-                          (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) != 0;
+  const bool from_class =
+      no_instance_attr(name, w) && (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) != 0;
   Py_XSETREF(w.chain, h);
   Py_XSETREF(w.calls, calls);
   if (from_class) w.type_version = type->tp_version_tag;

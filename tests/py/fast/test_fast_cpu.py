@@ -341,6 +341,30 @@ def test_launch_hooks_send_calls_to_triton():
     assert triton_embed.fast_path_stats()["fast"] >= 1
 
 
+def test_a_launch_hook_assigned_on_the_knobs_sends_calls_to_triton():
+    """A hook assigned as an attribute of knobs.runtime (in its instance dict, over the class's
+    chain) is seen at the next launch, after launches the fast path served; deleting it lets
+    the fast path serve them again."""
+    n = 10
+    x, y, out = data(n), data(n), torch.empty(n)
+    fast = triton_embed.jit(add_kernel)
+    fast[(1,)](x, y, out, n, BLOCK=64)
+    fast[(1,)](x, y, out, n, BLOCK=64)
+    runtime = triton.knobs.runtime
+    runtime.launch_enter_hook = lambda *args, **kwargs: None
+    try:
+        before = triton_embed.fast_path_stats()
+        try:
+            fast[(1,)](x, y, out, n, BLOCK=64)
+        except Exception:  # noqa: BLE001 (no GPU: Triton's launcher refuses the call)
+            pass
+        assert triton_embed.fast_path_stats()["triton"] == before["triton"] + 1
+    finally:
+        del runtime.launch_enter_hook
+    fast[(1,)](x, y, out, n, BLOCK=64)
+    assert triton_embed.fast_path_stats()["fast"] == 3
+
+
 def test_tensor_descriptors_on_cpu():
     """Host descriptors of CPU tensors: the interpreter gets the call's own descriptors."""
     from triton.tools.tensor_descriptor import TensorDescriptor
