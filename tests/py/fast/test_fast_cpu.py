@@ -171,7 +171,10 @@ def test_grid_programs_are_what_python_runs(tmp_path, monkeypatch):
     assert _covered(launch(_two_on_a_line(3)[0]), x, y, 3, block)
     with pytest.raises(ZeroDivisionError):
         launch(lambda meta: (meta.get("n", 1 // 0) // 64,))
-    assert triton_embed.fast_path_stats()["grid_programs"] == 2
+    assert _covered(launch(lambda meta: (1 if "\ud800" else 2,)), x, y, 1, block)  # not UTF-8
+    # 2**127 - 1 against a float just below it (1.7e38 < 2**127 = 1.7014e38).
+    assert _covered(launch(lambda meta: (1 if 2**126 + (2**126 - 1) > 1.7e38 else 2,)), x, y, 1, block)
+    assert triton_embed.fast_path_stats()["grid_programs"] == 3
     # Names that denote other objects now: a global of a type with its own arithmetic, a
     # module's function replaced, a builtin shadowed by a global.
     triton_embed.reset_fast_path_stats()
