@@ -662,6 +662,10 @@ class _Translator:
             return getattr(base, node.attr)
         self.stop(node, "an expression that is not a name")
 
+    def callee(self, node):
+        """The function a call names (a Name or an attribute chain), read now."""
+        return self.resolve(node)
+
     def param_of(self, node):
         """The parameter index of args["name"], or None when node is not such a read."""
         import ast
@@ -770,7 +774,7 @@ class _Translator:
                 self.stop(node, "an argument that is not a parameter of the kernel")
             default = self.expr(node.args[1]) if len(node.args) == 2 else ("none",)
             return ("arg_or", self.params[key.value], default)
-        fn = self.resolve(f)
+        fn = self.callee(f)
         args = node.args
         op = next((op for known, op in _known_calls() if fn is known), None)
         if op in ("min", "max"):
@@ -892,19 +896,13 @@ class _GridTranslator(_Translator):
             return ("cell", code.co_freevars.index(name))
         return ("global", name)
 
-    def resolve(self, node):
+    def callee(self, node):
         """A callee (triton.cdiv, min, ...), resolved now; the launch checks that its names
         still denote it: a name, then attributes of modules."""
         import ast
         import types
 
-        if getattr(self, "_resolving", False):  # the base's recursion into node.value
-            return super().resolve(node)
-        self._resolving = True
-        try:
-            obj = super().resolve(node)
-        finally:
-            self._resolving = False
+        obj = self.resolve(node)
         attrs = []
         root = node
         while isinstance(root, ast.Attribute):
