@@ -18,6 +18,10 @@
 #                    the files changed since .ci/format_base, or on FILEs); installs ruff
 #                    ($RUFF_PIN) into the Python environment when it has none
 #
+# TE_PRUNE=1 (CI sets it: its disk is small): `versions` removes each .venv-triton-X.Y.Z after
+# its suite, `sanitize` each sanitizer build after its tests, so that at most one of them is on
+# disk at a time.
+#
 # Python: $PYTHON if set; else python3 when it already has torch (a CUDA build), triton
 # (>= 3.6), pybind11 and pytest (nothing is installed then); else a virtual environment in
 # .venv with torch==2.15.0 and triton==3.9.0 (the release torch 2.15.0 pins). googletest comes from the system (apt's libgtest-dev, installed when
@@ -134,7 +138,10 @@ sanitize_one() {
     -DPython_EXECUTABLE="$PYTHON" >/dev/null
   "$CMAKE" --build "$dir" --parallel "$(nproc)"
   log "running the tests of preset $preset ($dir)"
-  "$CTEST" --test-dir "$dir" --output-on-failure -j "$(nproc)" "$@" && return 0
+  if "$CTEST" --test-dir "$dir" --output-on-failure -j "$(nproc)" "$@"; then
+    prune "$dir"
+    return 0
+  fi
   # LeakSanitizer's exit-time check can crash in its own stop-the-world tracer (a known
   # sanitizer-runtime flake, not a leak report: google/sanitizers#1353). Only when every
   # failure of this run is that crash after a passing test are the failed tests run once
@@ -145,8 +152,17 @@ sanitize_one() {
   if [[ "$failed" -gt 0 && "$failed" == "$crashed" ]] && grep -q 'Tracer caught signal' "$log"; then
     log "LeakSanitizer's tracer crashed at exit in $failed test(s) (not a leak report): running them once more"
     "$CTEST" --test-dir "$dir" --output-on-failure --rerun-failed "$@"
+    prune "$dir"
   else
     return 1
+  fi
+}
+
+# prune PATH: with TE_PRUNE=1, removes PATH (a build or environment whose tests have passed).
+prune() {
+  if [[ "${TE_PRUNE:-0}" == 1 ]]; then
+    log "TE_PRUNE=1: removing $1"
+    rm -rf "$1"
   fi
 }
 
@@ -192,6 +208,7 @@ case "$CMD" in
       log "running the Triton-sensitive tests with triton $v ($py)"
       TRITON_EMBED_PYTHON="$py" TE_EXPECT_TRITON="$v" "$CTEST" --test-dir "$BUILD" --output-on-failure -j "$(nproc)" \
         -L triton_version
+      prune "$(dirname "$(dirname "$py")")"
     done
     ;;
   build)

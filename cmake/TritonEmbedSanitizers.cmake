@@ -2,7 +2,7 @@
 #
 # Input:  TRITON_EMBED_SANITIZE  "" (default: none), "address,undefined" (or either alone) or
 #                                "thread"
-# Output: -fsanitize=... -O1 -g on every target defined after the include (compile and link),
+# Output: -fsanitize=... -O1 -g1 on every target defined after the include (compile and link),
 #         and for the tests (tests/CMakeLists.txt adds them to the tests' ENVIRONMENT):
 #         TRITON_EMBED_SANITIZER_TEST_ENV    the runtime options for our executables
 #         TRITON_EMBED_SANITIZER_PYTHON_ENV  the same for a python process that loads our
@@ -32,9 +32,11 @@ if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND NOT CMAKE_CXX_COMPILER_ID STREQU
 endif()
 string(REPLACE ";" "," _te_san_flag "${_te_san}")
 
-# -O1 -g come after the build type's flags, so they win over its -O2/-O3.
+# -O1 -g1 come after the build type's flags, so they win over its -O2/-O3 and -g. -g1: function
+# names and line tables, which is what a sanitizer's report shows; without the types and
+# variables of -g the two builds take about half the disk (CI's disk is small).
 add_compile_options(-fsanitize=${_te_san_flag} -fno-sanitize-recover=all
-                    -fno-omit-frame-pointer -O1 -g)
+                    -fno-omit-frame-pointer -O1 -g1)
 # GCC warns that TSan does not model std::atomic_thread_fence (the seqlock of src/core/memo.h).
 # Every field that seqlock guards is itself a std::atomic, so TSan still sees every access it
 # needs to; the warning is not a finding.
@@ -118,5 +120,5 @@ string(REPLACE ";" ":" _te_preload "${_te_preload}")
 if(NOT _te_runtime STREQUAL "ubsan")  # UBSan's runtime may load late, with our library
   list(APPEND TRITON_EMBED_SANITIZER_PYTHON_ENV "LD_PRELOAD=${_te_preload}")
 endif()
-message(STATUS "triton_embed: sanitizers ${_te_san_flag} (-O1 -g; python tests preload "
+message(STATUS "triton_embed: sanitizers ${_te_san_flag} (-O1 -g1; python tests preload "
                "${_te_preload})")
