@@ -343,7 +343,24 @@ struct Walk {
   // Descriptors with the block shapes config pre-hooks set, for this call's launch, where no
   // per-thread copy was free (set_hooked_block).
   std::vector<std::unique_ptr<TensorDescriptor>> hooked;
+  // The tune layers' choices of a launch, (layer index, choice), for the memo of whole calls
+  // (CallTail::chosen); more than kMaxChosen and no memo.
+  static constexpr uint32_t kMaxChosen = 4;
+  std::pair<uint32_t, const Choice*> chosen[kMaxChosen];
+  uint32_t num_chosen = 0;
 };
+
+// The call's observer, when the frame is a launch whose call has one.
+const CallObserver* observer_of(const Frame& f) noexcept {
+  return f.mode == FrameMode::kLaunch && f.call != nullptr ? f.call->observer : nullptr;
+}
+
+// Tells `o` of hook result r's block shapes.
+void tell_hooked(const CallObserver& o, const expr::HookResult& r) {
+  for (uint32_t i = 0; i < r.num_blocks; ++i) {
+    o.hooked(o.ctx, r.blocks[i].param, r.blocks[i].dims, r.blocks[i].rank);
+  }
+}
 
 ArgValue heuristic_value(KernelState& k, Heuristic& h, const Frame& f) {
   if (const HeuristicPlan* plan = h.plan.load(std::memory_order_acquire)) {
@@ -589,6 +606,7 @@ bool apply_hook_expression(Walk& w, HookedHold& hold, const KernelState& k, cons
     const expr::HookResult::Block& b = r.blocks[i];
     set_hooked_block(w, hold, k, f, b.param, b.dims, b.rank);
   }
+  if (const CallObserver* o = observer_of(f)) tell_hooked(*o, r);
   return true;
 }
 
@@ -698,6 +716,11 @@ void walk(Walk& w, size_t li, Frame& f) {
   for (int p : t.key_params) {
     // A tensor in the tuning key: Python compares the objects, so no key of ours holds it.
     if (p >= 0 && f.given[p] != kAbsent && f.vals[p].kind == ArgKind::kPointer) w.memo_ok = false;
+  }
+  if (f.mode == FrameMode::kLaunch) {
+    if (w.num_chosen == Walk::kMaxChosen) w.memo_ok = false;
+    if (w.memo_ok) w.chosen[w.num_chosen++] = {static_cast<uint32_t>(li), c};
+    if (const CallObserver* o = observer_of(f)) o->chose(o->ctx, static_cast<uint32_t>(li), c);
   }
   apply_choice(k, *c, f);
   HookedHold hold;  // until the launch below returns
@@ -821,10 +844,12 @@ void remember_call(KernelState& k, const InternedOptions* options, const CallArg
   if (e == nullptr || (e->packs_ones && descs.n != 0)) return;
   // The values after the given ones (for a grid callable's Meta), interned.
   const CallTail* tail = nullptr;
+  const std::vector<std::pair<uint32_t, const Choice*>> chosen(w.chosen, w.chosen + w.num_chosen);
   for (const auto& t : m.tails) {
     if (t->vals.size() == f.np - call.npos &&
         std::memcmp(static_cast<const void*>(t->vals.data()), f.vals + call.npos,
-                    t->vals.size() * sizeof(ArgValue)) == 0) {
+                    t->vals.size() * sizeof(ArgValue)) == 0 &&
+        t->chosen == chosen && t->hook == w.hook) {
       tail = t.get();
       break;
     }
@@ -832,6 +857,8 @@ void remember_call(KernelState& k, const InternedOptions* options, const CallArg
   if (tail == nullptr) {
     auto fresh = std::make_unique<CallTail>();
     fresh->vals.assign(f.vals + call.npos, f.vals + f.np);
+    fresh->chosen = chosen;
+    fresh->hook = w.hook;
     tail = fresh.get();
     m.tails.push_back(std::move(fresh));
   }
@@ -843,6 +870,12 @@ void remember_call(KernelState& k, const InternedOptions* options, const CallArg
   }
   const uint64_t v[2] = {reinterpret_cast<uintptr_t>(e), reinterpret_cast<uintptr_t>(tail)};
   m.table.insert(key, key.hash(), v);
+}
+
+// What a hit of the memo of whole calls tells the call's observer: what the walk told it.
+void tell_memoised(const CallObserver& o, const CallTail& tail) {
+  for (const auto& [layer, choice] : tail.chosen) o.chose(o.ctx, layer, choice);
+  if (tail.hook != nullptr) tell_hooked(o, *tail.hook);
 }
 
 void start(KernelState* kernel, const InternedOptions* options, const CallArgs& call,
@@ -1038,6 +1071,7 @@ void launch_call_at(KernelState* kernel, const InternedOptions* options, const L
     const CallTail* tail = nullptr;
     DescSlots descs;
     if (Entry* e = find_memoised(*kernel, options, call, target, slots, &np, &tail, descs)) {
+      if (TE_UNLIKELY(call.observer != nullptr)) tell_memoised(*call.observer, *tail);
       KernelState& inner = inner_of(kernel);
       ArgValue all[kMaxArgs];
       const ArgValue* meta_args = nullptr;

@@ -278,9 +278,13 @@ struct CallPlan {
 };
 
 // What the layers add to a resolved call: the values of the parameters after the given ones
-// (set by a layer, or defaults), for a grid callable's Meta. Interned, never freed.
+// (set by a layer, or defaults), for a grid callable's Meta; and what a hit tells a call's
+// CallObserver as the walk did: each tune layer's choice, and the block shapes of the
+// choice's pre_hook (Choice::hook_fixed). Interned, never freed.
 struct CallTail {
   std::vector<ArgValue> vals;
+  std::vector<std::pair<uint32_t, const Choice*>> chosen;  // (layer index, choice)
+  const expr::HookResult* hook = nullptr;
 };
 
 struct CallMemo {

@@ -32,10 +32,10 @@ void drop_objects(const KernelState& k);
 // k's objects, or nullptr (the interpreter has shut down, or k came from no Python).
 PyObject* jit_function(const KernelState& k);
 PyObject* heuristic_function(const KernelState& k, const Heuristic& h);
-PyObject* tuner(const KernelState& k, const TuneLayer& t);
+TE_INTERNAL_API PyObject* tuner(const KernelState& k, const TuneLayer& t);
 
 // The triton.Config choice c was made from (for its pre_hook), kept by keep().
 void set_config(const Choice& c, PyObject* config);
-PyObject* config(const Choice& c);
+TE_INTERNAL_API PyObject* config(const Choice& c);
 
 }  // namespace triton_embed::detail::py

@@ -116,7 +116,8 @@ void throw_bad_scalar(const c10::Scalar& s) {
 
 void torch_launch_from_python(const JitFunction& fn, const GridSpec& grid, ArgValue* args,
                               size_t npos, const ArgName* names, size_t nnamed,
-                              const TensorRef* tensors, size_t ntensors, void* const* py_objects) {
+                              const TensorRef* tensors, size_t ntensors, void* const* py_objects,
+                              const CallObserver* observer) {
   CallArgs call;
   call.vals = args;
   call.npos = static_cast<uint32_t>(npos);
@@ -126,6 +127,7 @@ void torch_launch_from_python(const JitFunction& fn, const GridSpec& grid, ArgVa
   call.py_arg = &tensor_arg;
   call.zero_arg = &zero_tensor_arg;
   call.ctx = &targs;
+  call.observer = observer;
   const TensorRef* cuda = nullptr;
   const TensorRef* cpu = nullptr;
   for (size_t i = 0; i < ntensors; ++i) {
@@ -178,7 +180,8 @@ void torch_launch_from_python(const JitFunction& fn, const GridSpec& grid, ArgVa
 
 void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, size_t npos,
                   const ArgName* names, size_t nnamed, const TensorRef* tensors, size_t ntensors) {
-  torch_launch_from_python(fn, grid, args, npos, names, nnamed, tensors, ntensors, nullptr);
+  torch_launch_from_python(fn, grid, args, npos, names, nnamed, tensors, ntensors, nullptr,
+                           nullptr);
 }
 
 }  // namespace triton_embed::detail

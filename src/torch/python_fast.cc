@@ -32,6 +32,7 @@
 #include "core/tensor_map.h"
 #include "python/convert.h"
 #include "python/expr_tree.h"
+#include "python/handles.h"
 #include "python/jit_layer.h"
 #include "torch/python_hooks.h"
 #include "triton_embed/error.h"
@@ -72,6 +73,7 @@ struct Types {
   PyObject* s_calls = nullptr;
   PyObject* s_pre_run_hooks = nullptr;
   PyObject* s_active = nullptr;
+  PyObject* s_best_config = nullptr;
 };
 Types g_types;
 PyObject* g_knobs_dict = nullptr;  // knobs.runtime's instance __dict__
@@ -150,7 +152,8 @@ bool init_types() {
                         {&t.s_exit, "launch_exit_hook"},
                         {&t.s_calls, "calls"},
                         {&t.s_pre_run_hooks, "pre_run_hooks"},
-                        {&t.s_active, "active"}};
+                        {&t.s_active, "active"},
+                        {&t.s_best_config, "best_config"}};
   for (const Name& n : names) {
     if ((*n.slot = PyUnicode_InternFromString(n.text)) == nullptr) return false;
   }
@@ -274,6 +277,12 @@ struct FastKernel {
   // The last grid function's code object looked up (a reference) and its program (null: none).
   PyObject* grid_code;
   const py::GridProgram* grid_program;
+  // Per layer of the state, its Autotuner (None for another layer); the number of them.
+  PyObject* tuners;
+  size_t num_tuners;
+  // The last choice whose triton.Config was looked up, and that config (kept by the JIT layer).
+  const Choice* last_choice;
+  PyObject* last_config;
 };
 
 PyTypeObject* g_kernel_type = nullptr;
@@ -287,6 +296,7 @@ void kernel_dealloc(PyObject* self) {
   Py_CLEAR(k->options);
   Py_CLEAR(k->pre_run_hooks);
   Py_CLEAR(k->grid_code);
+  Py_CLEAR(k->tuners);
   Py_TYPE(self)->tp_free(self);
 }
 
@@ -310,6 +320,16 @@ bool ensure_loaded(FastKernel* k) {
       fn = fn.attr("fn");
     }
     pyb::object hooks = pyb::getattr(fn, g_types.s_pre_run_hooks, pyb::none());
+    pyb::tuple tuners(s->layers.size());
+    size_t num_tuners = 0;
+    for (size_t li = 0; li < s->layers.size(); ++li) {
+      PyObject* tuner = nullptr;
+      if (const TuneLayer* t = s->layers[li]->tune.get()) tuner = py::tuner(*s, *t);
+      tuners[li] = tuner != nullptr ? pyb::handle(tuner) : pyb::none();
+      num_tuners += tuner != nullptr ? 1 : 0;
+    }
+    k->tuners = tuners.release().ptr();
+    k->num_tuners = num_tuners;
     k->pre_run_hooks = PyList_Check(hooks.ptr()) ? hooks.release().ptr() : nullptr;
     k->params = params.release().ptr();
     k->names = names.release().ptr();
@@ -624,6 +644,105 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
   out.dtype = dtype;
   out.flags = flags;
   out.ptr = &*slot->desc;
+  return true;
+}
+
+// ---- what the autotune layers leave on the caller's objects --------------------------------
+
+// What a launch's autotune layers did that Triton's Autotuner.run leaves on the caller's
+// objects, as the runtime tells it (CallObserver): the choices the layers ran (each
+// Autotuner's best_config) and the block shapes the config pre-hooks the runtime applies set
+// (the descriptor's block_shape; a hook Python runs sets the caller's object itself).
+struct Observed {
+  static constexpr uint32_t kMax = 16;  // launcher_call sends kernels with more tuners to Triton
+  struct Chosen {
+    uint32_t layer;
+    const Choice* choice;
+  };
+  struct Block {
+    uint32_t param;
+    uint32_t rank;
+    int64_t dims[TensorDescriptor::kMaxRank];
+  };
+  Chosen chosen[kMax];
+  uint32_t nchosen = 0;
+  Block blocks[kMax];  // one per parameter: the last hook's (Python's hooks run in order)
+  uint32_t nblocks = 0;
+};
+
+void observe_choice(void* ctx, uint32_t layer, const void* choice) {
+  auto& o = *static_cast<Observed*>(ctx);
+  if (o.nchosen < Observed::kMax)
+    o.chosen[o.nchosen++] = {layer, static_cast<const Choice*>(choice)};
+}
+
+void observe_block(void* ctx, uint32_t param, const int64_t* block, uint32_t rank) {
+  auto& o = *static_cast<Observed*>(ctx);
+  if (rank > TensorDescriptor::kMaxRank) return;  // the launch refuses it
+  Observed::Block* b = nullptr;
+  for (uint32_t i = 0; i < o.nblocks && b == nullptr; ++i) {
+    if (o.blocks[i].param == param) b = &o.blocks[i];
+  }
+  if (b == nullptr) {
+    if (o.nblocks == Observed::kMax) return;  // descriptors beyond kMaxDescs: never converted
+    b = &o.blocks[o.nblocks++];
+  }
+  b->param = param;
+  b->rank = rank;
+  std::copy(block, block + rank, b->dims);
+}
+
+// The triton.Config the runtime's choice c was made from (null: a bundle's choice).
+PyObject* config_of(FastKernel* k, const Choice* c) {
+  if (c != k->last_choice) {
+    k->last_config = py::config(*c);
+    k->last_choice = c;
+  }
+  return k->last_config;
+}
+
+// After a launch: what Observed holds, on the caller's objects (by_param: the call's object of
+// each parameter it gave). False with a Python exception set.
+bool show_observed(FastKernel* k, const Observed& o, PyObject* const* by_param) {
+  for (uint32_t i = 0; i < o.nchosen; ++i) {
+    PyObject* tuner = PyTuple_GET_ITEM(k->tuners, o.chosen[i].layer);
+    PyObject* config = config_of(k, o.chosen[i].choice);
+    if (tuner == Py_None || config == nullptr) continue;
+    // Autotuner.run sets best_config on every call; most calls find it set already.
+    PyObject** dict = _PyObject_GetDictPtr(tuner);
+    if (dict != nullptr && *dict != nullptr && PyDict_CheckExact(*dict) &&
+        dict_get(*dict, g_types.s_best_config) == config) {
+      continue;
+    }
+    if (PyObject_SetAttr(tuner, g_types.s_best_config, config) < 0) return false;
+  }
+  for (uint32_t i = 0; i < o.nblocks; ++i) {
+    const Observed::Block& b = o.blocks[i];
+    PyObject* desc = by_param[b.param];
+    if (desc == nullptr) continue;  // a default: no object of the caller's
+    PyObject* now = PyObject_GetAttr(desc, g_types.s_block_shape);
+    if (now == nullptr) return false;
+    int64_t dims[TensorDescriptor::kMaxRank];
+    int rank = -1;
+    const bool same = read_dims(now, dims, rank) && static_cast<uint32_t>(rank) == b.rank &&
+                      std::equal(b.dims, b.dims + b.rank, dims);
+    Py_DECREF(now);
+    PyErr_Clear();
+    if (same) continue;
+    PyObject* list = PyList_New(b.rank);  // what the hook assigns: a list of ints
+    if (list == nullptr) return false;
+    for (uint32_t d = 0; d < b.rank; ++d) {
+      PyObject* v = PyLong_FromLongLong(b.dims[d]);
+      if (v == nullptr) {
+        Py_DECREF(list);
+        return false;
+      }
+      PyList_SET_ITEM(list, d, v);
+    }
+    const int rc = PyObject_SetAttr(desc, g_types.s_block_shape, list);
+    Py_DECREF(list);
+    if (rc < 0) return false;
+  }
   return true;
 }
 
@@ -988,7 +1107,7 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
   const size_t nkw = kwnames != nullptr ? static_cast<size_t>(PyTuple_GET_SIZE(kwnames)) : 0;
   const KernelState& state = *k->state;
   const size_t np = state.params.size();
-  if (npos + nkw > kMaxCallArgs || np > kMaxCallArgs)
+  if (npos + nkw > kMaxCallArgs || np > kMaxCallArgs || k->num_tuners > Observed::kMax)
     return triton_launch(l, args, nargsf, kwnames);
   Conversion c;
   // The call's objects by parameter (the grid callable's bound arguments, the objects Python
@@ -1064,6 +1183,7 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
     if (c.unsupported) return triton_launch(l, args, nargsf, kwnames);
   }
   GridCall gc{k, l->grid, by_param};
+  Observed observed;
   try {
     GridSpec spec;
     if (PyCallable_Check(l->grid)) {
@@ -1076,8 +1196,15 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
     const InternedOptions* options =
         noptions == 0 ? nullptr : options_of(k, args + npos, kwnames, option_at, noptions);
     const JitFunction fn = JitAccess::make(k->state, options != nullptr ? options : k->no_options);
+    CallObserver observer;
+    if (k->num_tuners != 0) {
+      observer.chose = &observe_choice;
+      observer.hooked = &observe_block;
+      observer.ctx = &observed;
+    }
     torch_launch_from_python(fn, spec, c.vals, positional ? ncall : npos, names,
-                             positional ? 0 : nnamed, c.tensors, c.ntensors, objects);
+                             positional ? 0 : nnamed, c.tensors, c.ntensors, objects,
+                             k->num_tuners != 0 ? &observer : nullptr);
   } catch (...) {
     // A call the library refuses (missing or repeated arguments, an unknown option, a value it
     // does not take) goes to Triton's launcher, which raises its own exception for it, or
@@ -1087,6 +1214,7 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
     return raise_from(ep);
   }
   g_fast_calls.fetch_add(1, std::memory_order_relaxed);
+  if (k->num_tuners != 0 && !show_observed(k, observed, by_param)) return nullptr;
   Py_RETURN_NONE;
 }
 

@@ -47,12 +47,14 @@ struct TorchPythonHooks {
 
 // torch_launch for a launch from Python (triton_embed.jit, src/torch/python_fast.cc):
 // py_objects[i] is the PyObject* of the call's argument i, which the Python code of the
-// kernel's layers sees as it is (TensorArgs::py_objects).
+// kernel's layers sees as it is (TensorArgs::py_objects); `observer` (or null) is told what
+// the autotune layers did (CallArgs::observer).
 TRITON_EMBED_TORCH_API void torch_launch_from_python(const JitFunction& fn, const GridSpec& grid,
                                                      ArgValue* args, size_t npos,
                                                      const ArgName* names, size_t nnamed,
                                                      const TensorRef* tensors, size_t ntensors,
-                                                     void* const* py_objects);
+                                                     void* const* py_objects,
+                                                     const CallObserver* observer);
 
 // Registers the bridge (once, from its library's static initialiser; the table must live as
 // long as the process). A second, different table is an internal error.

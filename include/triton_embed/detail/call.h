@@ -37,6 +37,18 @@ using PyArgFn = void* (*)(const void* ctx, uint32_t index);
  *  returns false when that argument is no tensor it knows. Layers set it (the torch layer). */
 using ZeroArgFn = bool (*)(const void* ctx, uint32_t index);
 
+/*! Told, on the launching thread before the launch, what a launch's autotune layers did that
+ *  Triton's \c Autotuner.run leaves on the caller's objects: \c chose, the choice layer
+ *  \p layer (an index into the kernel's layers) ran (the runtime's record of it, opaque here);
+ *  \c hooked, the block shape a config's pre_hook that the runtime applies set on descriptor
+ *  parameter \p param (a hook Python runs sees the caller's objects itself). The torch layer's
+ *  Python fast path sets it; a launch from C++ leaves it null. */
+struct CallObserver {
+  void (*chose)(void* ctx, uint32_t layer, const void* choice) = nullptr;
+  void (*hooked)(void* ctx, uint32_t param, const int64_t* block, uint32_t rank) = nullptr;
+  void* ctx = nullptr;
+};
+
 /*! The call as compiled code sees it: \c vals holds \c npos positional values followed by
  *  \c nnamed named ones, whose names are \c names[0..nnamed). */
 struct CallArgs {
@@ -47,6 +59,7 @@ struct CallArgs {
   PyArgFn py_arg = nullptr;
   ZeroArgFn zero_arg = nullptr;
   const void* ctx = nullptr;  //!< what py_arg and zero_arg are given
+  const CallObserver* observer = nullptr;
 };
 
 template <class A>

@@ -46,6 +46,21 @@ def tuned_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
 
 
+def _pick_by_n(configs, named_args, **kwargs):
+    """Keeps one config by n (below 4096: the first): each tuning key has a known choice."""
+    return [configs[0] if named_args["n"] < 4096 else configs[1]]
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=4),
+                          triton.Config({"BLOCK": 512}, num_warps=4)],
+                 key=["n"], prune_configs_by={"early_config_prune": _pick_by_n})
+@triton.jit
+def pruned_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
 @triton.jit
 def tuple_kernel(ptrs, out_ptr, n, scales, BLOCK: tl.constexpr):
     """out = ptrs[0] * scales[0] + ptrs[1] * scales[1] (tuples of pointers and of floats)."""
@@ -77,6 +92,64 @@ def tma_copy_2d(src, dst, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     om = tl.program_id(0) * BLOCK_M
     on = tl.program_id(1) * BLOCK_N
     dst.store([om, on], src.load([om, on]))
+
+
+def _pick_by_rows(configs, named_args, **kwargs):
+    """Keeps one config by n_rows (up to 128: the first)."""
+    return [configs[0] if named_args["n_rows"] <= 128 else configs[1]]
+
+
+def _tile_blocks(nargs):
+    """The pre-hook of Triton's persistent-matmul tutorial: the block shapes follow the config's
+    tile (the runtime applies it in C++, once per config)."""
+    nargs["src"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_N"]]
+    nargs["dst"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_N"]]
+
+
+def _rows_blocks(nargs):
+    """A pre-hook that reads an argument (the runtime applies it in C++ at each launch)."""
+    rows = min(nargs["BLOCK_M"], nargs["n_rows"] // 4)
+    nargs["src"].block_shape = [rows, nargs["BLOCK_N"]]
+    nargs["dst"].block_shape = [rows, nargs["BLOCK_N"]]
+
+
+#: The BLOCK_M of each call of _python_blocks.
+python_hook_calls = []
+
+
+def _python_blocks(nargs):
+    """A pre-hook the runtime leaves to Python (it records its calls)."""
+    python_hook_calls.append(nargs["BLOCK_M"])
+    nargs["src"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_N"]]
+    nargs["dst"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_N"]]
+
+
+def _tma_configs(hook):
+    return [triton.Config({"BLOCK_M": m, "BLOCK_N": 64}, num_warps=4, pre_hook=hook) for m in (32, 64)]
+
+
+@triton.autotune(configs=_tma_configs(_tile_blocks), key=["n_rows"],
+                 prune_configs_by={"early_config_prune": _pick_by_rows})
+@triton.jit
+def tma_tuned_tile(src, dst, n_rows, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    om = tl.program_id(0) * BLOCK_M
+    dst.store([om, 0], src.load([om, 0]))
+
+
+@triton.autotune(configs=_tma_configs(_rows_blocks), key=["n_rows"],
+                 prune_configs_by={"early_config_prune": _pick_by_rows})
+@triton.jit
+def tma_tuned_rows(src, dst, n_rows, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    om = tl.program_id(0) * BLOCK_M
+    dst.store([om, 0], src.load([om, 0]))
+
+
+@triton.autotune(configs=_tma_configs(_python_blocks), key=["n_rows"],
+                 prune_configs_by={"early_config_prune": _pick_by_rows})
+@triton.jit
+def tma_tuned_python(src, dst, n_rows, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    om = tl.program_id(0) * BLOCK_M
+    dst.store([om, 0], src.load([om, 0]))
 
 
 class HeuristicFailure(Exception):

@@ -11,8 +11,13 @@ from fast_kernels import (
     failing_heuristic_kernel,
     heur_add_kernel,
     heuristic_failure,
+    pruned_add_kernel,
+    python_hook_calls,
     raised,
     tma_copy_2d,
+    tma_tuned_python,
+    tma_tuned_rows,
+    tma_tuned_tile,
     tuned_add_kernel,
     tuple_kernel,
     uncompilable_kernel,
@@ -107,6 +112,48 @@ def test_autotune_one_cache_for_both_paths():
     assert dict(tuned_add_kernel.cache) == keys
     assert tuned_add_kernel.best_config is best
     assert torch.equal(out, out2)
+
+
+def test_best_config_follows_each_call():
+    # Autotuner.run sets best_config on every call: a key tuned before, launched again (a hit
+    # of the runtime's memo of whole calls), shows its own choice again.
+    fast = triton_embed.jit(pruned_add_kernel)
+    grid = lambda m: (triton.cdiv(m["n"], m["BLOCK"]),)  # noqa: E731
+    for n in (1000, 50000, 1000, 1000, 50000):
+        x, y, out = data(n, seed=n), data(n, seed=n + 1), torch.empty(n, device="cuda")
+        fast[grid](x, y, out, n)
+        torch.cuda.synchronize()
+        assert torch.equal(out, x + y)
+        assert pruned_add_kernel.best_config is pruned_add_kernel.configs[0 if n < 4096 else 1]
+        pruned_add_kernel[grid](x, y, out, n)
+        assert pruned_add_kernel.best_config is pruned_add_kernel.configs[0 if n < 4096 else 1]
+
+
+@pytest.mark.parametrize("kernel", [tma_tuned_tile, tma_tuned_rows, tma_tuned_python])
+def test_pre_hook_block_shapes_reach_the_callers_descriptors(kernel):
+    # Triton's Autotuner.run hands the caller's descriptors to the config's pre_hook, so the
+    # block shapes it sets stay on them: the same through triton_embed.jit, whether the runtime
+    # applies the hook (once per config, or per launch) or Python runs it.
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    def run(launch, rows):
+        src = data((rows, 64), torch.float16, rows)
+        dst = torch.zeros((rows, 64), dtype=torch.float16, device="cuda")
+        descs = [TensorDescriptor.from_tensor(src, [8, 8]), TensorDescriptor.from_tensor(dst, [8, 8])]
+        launch[lambda m: (triton.cdiv(rows, m["BLOCK_M"]),)](descs[0], descs[1], rows)
+        torch.cuda.synchronize()
+        assert torch.equal(dst, src)
+        return [(type(d.block_shape), list(d.block_shape)) for d in descs], kernel.best_config
+
+    fast = triton_embed.jit(kernel)
+    del python_hook_calls[:]
+    for rows in (128, 256, 128, 256):  # again: hits of the memo of whole calls
+        got = run(fast, rows)
+        want = run(kernel, rows)
+        assert got[0] == want[0] == [(list, [32 if rows == 128 else 64, 64])] * 2
+        assert got[1] is want[1]
+    if kernel is tma_tuned_python:  # tuning runs it too: how often is Triton's
+        assert set(python_hook_calls) == {32, 64}
 
 
 def test_tensor_descriptors():
