@@ -124,6 +124,17 @@ int dry_run(const JitFunction& fn, uint64_t* slots_out, const Args&... args) {
   }
 }
 
+/*! dry_run with \p observer on the call (CallArgs::observer: what the Python fast path passes). */
+template <class... Args>
+int dry_run_observed(const JitFunction& fn, const CallObserver& observer, uint64_t* slots_out,
+                     const Args&... args) {
+  CallStorage<Args...> s(args...);
+  CallArgs call = s.call();
+  call.observer = &observer;
+  launch_call_at(state(fn), interned_options(fn), dry_run_site(slots_out), call);
+  return dry_run_result();
+}
+
 /*! A positional dry run on \p grid: raises what a launch raises for it before the driver call
  *  (OverflowError, ValueError). */
 template <class... Args>

@@ -29,6 +29,7 @@
 namespace te = triton_embed;
 namespace tt = triton_embed::detail::testing;
 namespace py = pybind11;
+using namespace triton_embed::literals;
 
 namespace {
 
@@ -560,6 +561,62 @@ TEST_F(Tma, EveryCheckRaisesItsError) {
 // the kernel compiled for the chosen config is the one Python's warmup compiles after Python's
 // hook set the descriptors' block shapes, the caller's descriptors stay as they are, and no
 // Python runs for the hook.
+// What the layers tell a call's observer (the Python fast path leaves it on the caller's
+// objects, as Autotuner.run does): the choice, and the block shapes the translated pre-hook
+// set, alike from the walk and from a hit of the memo of whole calls; nothing to a call
+// without an observer.
+TEST_F(Tma, TheLayersTellTheCallsObserverTheChoiceAndTheHooksBlockShapes) {
+  te_cuda_shim::set_encoder(&content_encoder);
+  te::JitFunction tuned("te_tma_kernels", "fake_tuned_subtile_scale");
+  const int64_t M = 384, N = 128;  // a key no other test tunes
+  const auto ds = D(0x10000, te::DType::fp32, {M, N}, {N, 1}, {1, 1});
+  const auto dd = D(0x20000, te::DType::fp32, {M, N}, {N, 1}, {1, 1});
+  struct Seen {
+    std::vector<std::pair<uint32_t, const void*>> chosen;
+    std::vector<std::pair<uint32_t, std::vector<int64_t>>> blocks;
+  };
+  Seen seen;
+  te::detail::CallObserver observer;
+  observer.chose = [](void* ctx, uint32_t layer, const void* choice) {
+    static_cast<Seen*>(ctx)->chosen.emplace_back(layer, choice);
+  };
+  observer.hooked = [](void* ctx, uint32_t param, const int64_t* block, uint32_t rank) {
+    static_cast<Seen*>(ctx)->blocks.emplace_back(param, std::vector<int64_t>(block, block + rank));
+  };
+  observer.ctx = &seen;
+  uint64_t slots[64];
+  const std::vector<std::pair<uint32_t, std::vector<int64_t>>> hooked = {{0, {64, 64}},
+                                                                         {1, {64, 32}}};
+  // The walk (it tunes: the SUBTILE config wins).
+  ASSERT_NE(tt::dry_run_observed(tuned, observer, slots, ds, dd, M, N, 2.0), 0);
+  ASSERT_EQ(seen.chosen.size(), 1u);
+  EXPECT_EQ(seen.chosen[0].first, 0u);
+  const void* choice = seen.chosen[0].second;
+  ASSERT_NE(choice, nullptr);
+  EXPECT_EQ(seen.blocks, hooked);
+  // A hit of the memo of whole calls tells the same.
+  const uint64_t hits = tt::call_memo_hits();
+  seen = Seen();
+  ASSERT_GT(tt::dry_run_observed(tuned, observer, slots, ds, dd, M, N, 3.0), 0);
+  EXPECT_EQ(tt::call_memo_hits(), hits + 1);
+  ASSERT_EQ(seen.chosen.size(), 1u);
+  EXPECT_EQ(seen.chosen[0], std::make_pair(0u, choice));
+  EXPECT_EQ(seen.blocks, hooked);
+  // A named call walks the layers again: the same.
+  seen = Seen();
+  ASSERT_GT(tt::dry_run_observed(tuned, observer, slots, ds, dd, M, N, "alpha"_a = 2.0), 0);
+  EXPECT_EQ(tt::call_memo_hits(), hits + 1);
+  ASSERT_EQ(seen.chosen.size(), 1u);
+  EXPECT_EQ(seen.chosen[0], std::make_pair(0u, choice));
+  EXPECT_EQ(seen.blocks, hooked);
+  // Without an observer nothing is told, and the caller's descriptors keep their own.
+  seen = Seen();
+  ASSERT_GT(tt::dry_run(tuned, slots, ds, dd, M, N, 2.0), 0);
+  EXPECT_TRUE(seen.chosen.empty() && seen.blocks.empty());
+  EXPECT_EQ(ds.block_shape()[0], 1);
+  EXPECT_EQ(dd.block_shape()[1], 1);
+}
+
 TEST_F(Tma, TranslatedPreHooksSetTheBlockShapesAsPythonsHookDoes) {
   te::JitFunction tuned("te_tma_kernels", "fake_tuned_subtile_scale");
   const int64_t M = 512, N = 256;
