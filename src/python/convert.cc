@@ -139,8 +139,35 @@ pyb::list args_to_python(const KernelState& kernel, const ArgValue* args) {
 
 // A Python value as an ArgValue whose storage the kernel keeps (strings interned once).
 // False when it has no plain form (the caller keeps the object itself).
+namespace {
+
+// An int of one digit (CPython's compact form: every int below 2**30 in size) read in place,
+// without PyLong_AsLongLongAndOverflow's call and its error check.
+bool compact_int(PyObject* o, long long* out) {
+#if PY_VERSION_HEX >= 0x030C0000
+  auto* l = reinterpret_cast<PyLongObject*>(o);
+  if (!PyUnstable_Long_IsCompact(l)) return false;
+  *out = static_cast<long long>(PyUnstable_Long_CompactValue(l));
+  return true;
+#else
+  const Py_ssize_t size = Py_SIZE(o);
+  if (size < -1 || size > 1) return false;
+  *out = static_cast<long long>(size) *
+         static_cast<long long>(reinterpret_cast<PyLongObject*>(o)->ob_digit[0]);
+  return true;
+#endif
+}
+
+}  // namespace
+
 bool scalar_from_python(PyObject* o, ArgValue& v) {
   v = ArgValue{};
+  long long small = 0;
+  if (PyLong_CheckExact(o) && compact_int(o, &small)) {
+    v.kind = ArgKind::kInt;
+    v.i = small;
+    return true;
+  }
   if (o == Py_None) {
     v.kind = ArgKind::kNone;
     return true;

@@ -280,7 +280,7 @@ struct FastKernel {
   // Per layer of the state, its Autotuner (None for another layer); the number of them.
   PyObject* tuners;
   size_t num_tuners;
-  // The last choice whose triton.Config was looked up, and that config (kept by the JIT layer).
+  // The last choice whose triton.Config was looked up, and that config (a reference).
   const Choice* last_choice;
   PyObject* last_config;
 };
@@ -297,6 +297,7 @@ void kernel_dealloc(PyObject* self) {
   Py_CLEAR(k->pre_run_hooks);
   Py_CLEAR(k->grid_code);
   Py_CLEAR(k->tuners);
+  Py_CLEAR(k->last_config);
   Py_TYPE(self)->tp_free(self);
 }
 
@@ -328,14 +329,16 @@ bool ensure_loaded(FastKernel* k) {
       tuners[li] = tuner != nullptr ? pyb::handle(tuner) : pyb::none();
       num_tuners += tuner != nullptr ? 1 : 0;
     }
-    k->tuners = tuners.release().ptr();
+    pyb::dict options;
+    const InternedOptions* no_options = intern_options(Options());
+    // Nothing below fails: a load that raised above leaves the fields as they were.
+    Py_XSETREF(k->tuners, tuners.release().ptr());
     k->num_tuners = num_tuners;
-    k->pre_run_hooks = PyList_Check(hooks.ptr()) ? hooks.release().ptr() : nullptr;
-    k->params = params.release().ptr();
-    k->names = names.release().ptr();
-    k->options = PyDict_New();
-    if (k->options == nullptr) return false;
-    k->no_options = intern_options(Options());
+    Py_XSETREF(k->pre_run_hooks, PyList_Check(hooks.ptr()) ? hooks.release().ptr() : nullptr);
+    Py_XSETREF(k->params, params.release().ptr());
+    Py_XSETREF(k->names, names.release().ptr());
+    Py_XSETREF(k->options, options.release().ptr());
+    k->no_options = no_options;
     k->state = s;
     return true;
   } catch (...) {
@@ -695,7 +698,9 @@ void observe_block(void* ctx, uint32_t param, const int64_t* block, uint32_t ran
 // The triton.Config the runtime's choice c was made from (null: a bundle's choice).
 PyObject* config_of(FastKernel* k, const Choice* c) {
   if (c != k->last_choice) {
-    k->last_config = py::config(*c);
+    PyObject* config = py::config(*c);
+    Py_XINCREF(config);
+    Py_XSETREF(k->last_config, config);
     k->last_choice = c;
   }
   return k->last_config;

@@ -62,6 +62,11 @@ def pruned_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def store_int_kernel(out_ptr, v):
+    tl.store(out_ptr, v)
+
+
+@triton.jit
 def tuple_kernel(ptrs, out_ptr, n, scales, BLOCK: tl.constexpr):
     """out = ptrs[0] * scales[0] + ptrs[1] * scales[1] (tuples of pointers and of floats)."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)

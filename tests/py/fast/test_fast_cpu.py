@@ -14,6 +14,7 @@ from fast_kernels import (
     heur_add_kernel,
     heuristic_failure,
     raised,
+    store_int_kernel,
     tma_copy_2d,
     tuned_add_kernel,
     tuple_kernel,
@@ -240,6 +241,18 @@ def test_grid_callables_called_where_no_program_says():
         fast[lambda meta: (_not_defined_anywhere,)](x, y, out, n, BLOCK=block)  # noqa: F821
     stats = triton_embed.fast_path_stats()
     assert stats == {"fast": 5, "triton": 0, "grid_programs": 0}, stats
+
+
+def test_ints_reach_the_kernel_exactly():
+    # Around CPython's one-digit ints (read in place: below 2**30 in size) and the 64-bit bounds.
+    fast = triton_embed.jit(store_int_kernel)
+    values = [0, 1, -1, 2, 16, 2**30 - 1, 2**30, -(2**30) + 1, -(2**30), 2**31, 2**62 + 5,
+              2**63 - 1, -(2**63)]
+    for v in values:
+        out = torch.zeros(1, dtype=torch.int64)
+        fast[(1,)](out, v)
+        assert out.item() == v
+    assert triton_embed.fast_path_stats()["fast"] == len(values)
 
 
 def test_heuristics_and_autotune():
