@@ -729,7 +729,8 @@ bool show_observed(FastKernel* k, const Observed& o, PyObject* const* by_param) 
     if (now == nullptr) return false;
     int64_t dims[TensorDescriptor::kMaxRank];
     int rank = -1;
-    const bool same = read_dims(now, dims, rank) && static_cast<uint32_t>(rank) == b.rank &&
+    const bool same = PyList_CheckExact(now) && read_dims(now, dims, rank) &&
+                      static_cast<uint32_t>(rank) == b.rank &&
                       std::equal(b.dims, b.dims + b.rank, dims);
     Py_DECREF(now);
     PyErr_Clear();
