@@ -137,8 +137,6 @@ pyb::list args_to_python(const KernelState& kernel, const ArgValue* args) {
   return out;
 }
 
-// A Python value as an ArgValue whose storage the kernel keeps (strings interned once).
-// False when it has no plain form (the caller keeps the object itself).
 namespace {
 
 // An int of one digit (CPython's compact form: every int below 2**30 in size) read in place,
@@ -160,6 +158,8 @@ bool compact_int(PyObject* o, long long* out) {
 
 }  // namespace
 
+// A Python value as an ArgValue whose storage the kernel keeps (strings interned once).
+// False when it has no plain form (the caller keeps the object itself).
 bool scalar_from_python(PyObject* o, ArgValue& v) {
   v = ArgValue{};
   long long small = 0;

@@ -277,9 +277,8 @@ struct FastKernel {
   // The last grid function's code object looked up (a reference) and its program (null: none).
   PyObject* grid_code;
   const py::GridProgram* grid_program;
-  // Per layer of the state, its Autotuner (None for another layer); the number of them.
+  // Per layer of the state, its Autotuner (None for another layer); null without any.
   PyObject* tuners;
-  size_t num_tuners;
   // The last choice whose triton.Config was looked up, and that config (a reference).
   const Choice* last_choice;
   PyObject* last_config;
@@ -322,18 +321,17 @@ bool ensure_loaded(FastKernel* k) {
     }
     pyb::object hooks = pyb::getattr(fn, g_types.s_pre_run_hooks, pyb::none());
     pyb::tuple tuners(s->layers.size());
-    size_t num_tuners = 0;
+    bool tuned = false;
     for (size_t li = 0; li < s->layers.size(); ++li) {
       PyObject* tuner = nullptr;
       if (const TuneLayer* t = s->layers[li]->tune.get()) tuner = py::tuner(*s, *t);
       tuners[li] = tuner != nullptr ? pyb::handle(tuner) : pyb::none();
-      num_tuners += tuner != nullptr ? 1 : 0;
+      tuned = tuned || tuner != nullptr;
     }
     pyb::dict options;
     const InternedOptions* no_options = intern_options(Options());
     // Nothing below fails: a load that raised above leaves the fields as they were.
-    Py_XSETREF(k->tuners, tuners.release().ptr());
-    k->num_tuners = num_tuners;
+    Py_XSETREF(k->tuners, tuned ? tuners.release().ptr() : nullptr);
     Py_XSETREF(k->pre_run_hooks, PyList_Check(hooks.ptr()) ? hooks.release().ptr() : nullptr);
     Py_XSETREF(k->params, params.release().ptr());
     Py_XSETREF(k->names, names.release().ptr());
@@ -657,7 +655,8 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
 // Autotuner's best_config) and the block shapes the config pre-hooks the runtime applies set
 // (the descriptor's block_shape; a hook Python runs sets the caller's object itself).
 struct Observed {
-  static constexpr uint32_t kMax = 16;  // launcher_call sends kernels with more tuners to Triton
+  // launcher_call sends an autotuned kernel with more layers to Triton's launcher.
+  static constexpr uint32_t kMax = 16;
   struct Chosen {
     uint32_t layer;
     const Choice* choice;
@@ -1113,7 +1112,8 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
   const size_t nkw = kwnames != nullptr ? static_cast<size_t>(PyTuple_GET_SIZE(kwnames)) : 0;
   const KernelState& state = *k->state;
   const size_t np = state.params.size();
-  if (npos + nkw > kMaxCallArgs || np > kMaxCallArgs || k->num_tuners > Observed::kMax)
+  if (npos + nkw > kMaxCallArgs || np > kMaxCallArgs ||
+      (k->tuners != nullptr && state.layers.size() > Observed::kMax))
     return triton_launch(l, args, nargsf, kwnames);
   Conversion c;
   // The call's objects by parameter (the grid callable's bound arguments, the objects Python
@@ -1203,14 +1203,14 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
         noptions == 0 ? nullptr : options_of(k, args + npos, kwnames, option_at, noptions);
     const JitFunction fn = JitAccess::make(k->state, options != nullptr ? options : k->no_options);
     CallObserver observer;
-    if (k->num_tuners != 0) {
+    if (k->tuners != nullptr) {
       observer.chose = &observe_choice;
       observer.hooked = &observe_block;
       observer.ctx = &observed;
     }
     torch_launch_from_python(fn, spec, c.vals, positional ? ncall : npos, names,
                              positional ? 0 : nnamed, c.tensors, c.ntensors, objects,
-                             k->num_tuners != 0 ? &observer : nullptr);
+                             k->tuners != nullptr ? &observer : nullptr);
   } catch (...) {
     // A call the library refuses (missing or repeated arguments, an unknown option, a value it
     // does not take) goes to Triton's launcher, which raises its own exception for it, or
@@ -1220,7 +1220,7 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
     return raise_from(ep);
   }
   g_fast_calls.fetch_add(1, std::memory_order_relaxed);
-  if (k->num_tuners != 0 && !show_observed(k, observed, by_param)) return nullptr;
+  if (k->tuners != nullptr && !show_observed(k, observed, by_param)) return nullptr;
   Py_RETURN_NONE;
 }
 
