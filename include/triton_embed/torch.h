@@ -133,16 +133,20 @@ TRITON_EMBED_TORCH_API void torch_launch(const JitFunction& fn, const GridSpec& 
                                          ArgValue* args, size_t npos, const ArgName* names,
                                          size_t nnamed, const TensorRef* tensors, size_t ntensors);
 
-inline void fill_tensor(const at::Tensor& t, ArgValue& out) {
+/*! Writes t as a launch argument (an undefined tensor is None) and returns its device (the
+ *  CPU for an undefined tensor), read once for both. */
+inline c10::Device fill_tensor(const at::Tensor& t, ArgValue& out) {
   out = ArgValue{};
   if (!t.defined()) {
     out.kind = ArgKind::kNone;
-    return;
+    return c10::Device(c10::kCPU);
   }
+  const c10::Device device = t.device();
   out.kind = ArgKind::kPointer;
   out.dtype = triton_dtype(t.scalar_type());
-  out.flags = static_cast<uint8_t>(kArgFromTensor | (t.is_cpu() ? kArgHostMemory : 0));
+  out.flags = static_cast<uint8_t>(kArgFromTensor | (device.is_cpu() ? kArgHostMemory : 0));
   out.u = reinterpret_cast<uintptr_t>(t.data_ptr());
+  return device;
 }
 
 }  // namespace detail

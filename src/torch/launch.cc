@@ -90,6 +90,35 @@ bool zero_tensor_arg(const void* ctx, uint32_t index) {
   return true;
 }
 
+// Where the call's tensors are: each has a Triton dtype, and all are on one CUDA device or
+// all on the CPU; else raises what is wrong, naming the first tensor that is.
+TensorPlace check_tensors(const JitFunction& fn, const CallArgs& call, const TensorRef* tensors,
+                          size_t ntensors) {
+  const TensorRef* cuda = nullptr;
+  const TensorRef* cpu = nullptr;
+  for (size_t i = 0; i < ntensors; ++i) {
+    const TensorRef& r = tensors[i];
+    const at::Tensor& t = *r.tensor;
+    if (C10_UNLIKELY(triton_dtype(t.scalar_type()) == DType::invalid)) throw_bad_dtype(fn, call, r);
+    const c10::Device d = t.device();
+    if (d.is_cuda()) {
+      if (cuda == nullptr) {
+        cuda = &r;
+      } else if (cuda->tensor->device().index() != d.index()) {
+        throw_mixed(fn, call, *cuda, r);
+      }
+      if (cpu != nullptr) throw_mixed(fn, call, *cpu, r);
+    } else if (d.is_cpu()) {
+      if (cuda != nullptr) throw_mixed(fn, call, *cuda, r);
+      if (cpu == nullptr) cpu = &r;
+    } else {
+      throw_bad_device(fn, call, r);
+    }
+  }
+  if (cuda != nullptr) return TensorPlace{cuda->tensor->device().index()};
+  return TensorPlace{cpu != nullptr ? TensorPlace::kHost : TensorPlace::kNone};
+}
+
 [[noreturn]] void throw_cannot_interpret(std::string_view where) {
   TE_THROW(NotSupportedError)
       << where << ": a CPU tensor runs through Triton's interpreter, which needs Python; this "
@@ -117,7 +146,7 @@ void throw_bad_scalar(const c10::Scalar& s) {
 void torch_launch_from_python(const JitFunction& fn, const GridSpec& grid, ArgValue* args,
                               size_t npos, const ArgName* names, size_t nnamed,
                               const TensorRef* tensors, size_t ntensors, void* const* py_objects,
-                              const CallObserver* observer) {
+                              const CallObserver* observer, TensorPlace place) {
   CallArgs call;
   call.vals = args;
   call.npos = static_cast<uint32_t>(npos);
@@ -128,30 +157,10 @@ void torch_launch_from_python(const JitFunction& fn, const GridSpec& grid, ArgVa
   call.zero_arg = &zero_tensor_arg;
   call.ctx = &targs;
   call.observer = observer;
-  const TensorRef* cuda = nullptr;
-  const TensorRef* cpu = nullptr;
-  for (size_t i = 0; i < ntensors; ++i) {
-    const TensorRef& r = tensors[i];
-    const at::Tensor& t = *r.tensor;
-    if (C10_UNLIKELY(triton_dtype(t.scalar_type()) == DType::invalid)) throw_bad_dtype(fn, call, r);
-    const c10::Device d = t.device();
-    if (d.is_cuda()) {
-      if (cuda == nullptr) {
-        cuda = &r;
-      } else if (cuda->tensor->device().index() != d.index()) {
-        throw_mixed(fn, call, *cuda, r);
-      }
-      if (cpu != nullptr) throw_mixed(fn, call, *cpu, r);
-    } else if (d.is_cpu()) {
-      if (cuda != nullptr) throw_mixed(fn, call, *cuda, r);
-      if (cpu == nullptr) cpu = &r;
-    } else {
-      throw_bad_device(fn, call, r);
-    }
-  }
-  if (cpu != nullptr) {
+  if (place.device == TensorPlace::kUnread) place = check_tensors(fn, call, tensors, ntensors);
+  if (place.device == TensorPlace::kHost) {
     const TorchPythonHooks* const python = g_python.load(std::memory_order_acquire);
-    if (python == nullptr) throw_cannot_interpret(where(fn, call, cpu->arg));
+    if (python == nullptr) throw_cannot_interpret(where(fn, call, tensors[0].arg));
     python->interpret_on_host(fn, grid, args, npos + nnamed, tensors, ntensors, call);
     return;
   }
@@ -159,12 +168,8 @@ void torch_launch_from_python(const JitFunction& fn, const GridSpec& grid, ArgVa
   // device's), made current for the launch. Usually it already is: then no guard, whose
   // restore on exit asks the driver about the primary context on every launch, and no
   // question to the runtime about its current device (the launch reads the context anyway).
-  c10::DeviceIndex index = -1;
-  if (cuda != nullptr) {
-    index = cuda->tensor->device().index();
-  } else {
-    C10_CUDA_CHECK(c10::cuda::GetDevice(&index));
-  }
+  c10::DeviceIndex index = static_cast<c10::DeviceIndex>(place.device);
+  if (place.device == TensorPlace::kNone) C10_CUDA_CHECK(c10::cuda::GetDevice(&index));
   const Stream stream = reinterpret_cast<Stream>(c10::cuda::getCurrentCUDAStream(index).stream());
   KernelState* const k = JitAccess::state(fn);
   const InternedOptions* const options = JitAccess::options(fn);
@@ -180,8 +185,8 @@ void torch_launch_from_python(const JitFunction& fn, const GridSpec& grid, ArgVa
 
 void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, size_t npos,
                   const ArgName* names, size_t nnamed, const TensorRef* tensors, size_t ntensors) {
-  torch_launch_from_python(fn, grid, args, npos, names, nnamed, tensors, ntensors, nullptr,
-                           nullptr);
+  torch_launch_from_python(fn, grid, args, npos, names, nnamed, tensors, ntensors, nullptr, nullptr,
+                           TensorPlace{TensorPlace::kUnread});
 }
 
 }  // namespace triton_embed::detail

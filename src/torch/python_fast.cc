@@ -490,6 +490,7 @@ struct Conversion {
   size_t ntensors = 0;
   DescCache::Slot* held[kMaxDescs];
   size_t nheld = 0;
+  TensorPlace place;         // where the tensors are, as they were read
   bool unsupported = false;  // an argument this path does not convert: Triton's launcher runs
   Conversion() = default;
   Conversion(const Conversion&) = delete;
@@ -498,6 +499,19 @@ struct Conversion {
     for (size_t i = 0; i < nheld; ++i) held[i]->in_use = false;
   }
 };
+
+// Reads the tensor t of top-level argument `arg` as the value `out`, and adds it to the call's
+// tensors (c.unsupported when there are too many).
+inline void take_tensor(const at::Tensor& t, ArgValue& out, uint32_t arg, Conversion& c) {
+  const c10::Device device = fill_tensor(t, out);
+  if (!t.defined()) return;
+  if (C10_UNLIKELY(c.ntensors == kMaxTensors)) {
+    c.unsupported = true;
+    return;
+  }
+  c.tensors[c.ntensors++] = TensorRef{&t, arg};
+  c.place.add(out.dtype, device);
+}
 
 bool read_dims(PyObject* seq, int64_t* out, int& rank) {
   // Tuples (torch.Size, a subclass, from TensorDescriptor.from_tensor) and lists in place;
@@ -571,11 +585,11 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
   if (is_tensor(base) && c.ntensors < kMaxTensors && Py_REFCNT(base) > 1) {
     // The base decides the device as a tensor argument does (the descriptor, alive for the
     // call, holds it).
-    const at::Tensor& t = THPVariable_Unpack(base);
-    address = reinterpret_cast<uintptr_t>(t.data_ptr());
-    dtype = triton_dtype(t.scalar_type());
-    flags = static_cast<uint8_t>(kArgFromTensor | (t.is_cpu() ? kArgHostMemory : 0));
-    c.tensors[c.ntensors++] = TensorRef{&t, arg};
+    ArgValue v;
+    take_tensor(THPVariable_Unpack(base), v, arg, c);
+    address = v.u;
+    dtype = v.dtype;
+    flags = v.flags;
   } else {
     c.unsupported = true;  // a base that is no tensor: Triton's launcher takes it
   }
@@ -769,20 +783,12 @@ DType dtype_of(PyObject* o) {
 // Writes o as the value `out`; `arg` is its top-level argument's index. False with a Python
 // exception set; c.unsupported for an object this path leaves to Triton's launcher.
 bool convert(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
-  out = ArgValue{};
   // Tensors first (torch.Tensor and its subclasses, by type).
   if (is_tensor(o)) {
-    const at::Tensor& t = THPVariable_Unpack(o);
-    fill_tensor(t, out);
-    if (t.defined()) {
-      if (c.ntensors == kMaxTensors) {
-        c.unsupported = true;
-        return true;
-      }
-      c.tensors[c.ntensors++] = TensorRef{&t, arg};
-    }
+    take_tensor(THPVariable_Unpack(o), out, arg, c);
     return true;
   }
+  out = ArgValue{};
   if (py::scalar_from_python(o, out)) return true;
   if (PyLong_Check(o)) {  // beyond 64 bits: Triton's launcher says what it says
     c.unsupported = true;
@@ -1180,7 +1186,9 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
       o = args[npos + kw];
     }
     objects[i] = o;
-    if (!convert(o, c.vals[i], static_cast<uint32_t>(i), c)) {
+    if (is_tensor(o)) {  // the common case, without convert's frame
+      take_tensor(THPVariable_Unpack(o), c.vals[i], static_cast<uint32_t>(i), c);
+    } else if (!convert(o, c.vals[i], static_cast<uint32_t>(i), c)) {
       // An object this path cannot read: Triton's launcher says what it says of it.
       if (!triton_launches()) return nullptr;
       PyErr_Clear();
@@ -1210,7 +1218,7 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
     }
     torch_launch_from_python(fn, spec, c.vals, positional ? ncall : npos, names,
                              positional ? 0 : nnamed, c.tensors, c.ntensors, objects,
-                             k->tuners != nullptr ? &observer : nullptr);
+                             k->tuners != nullptr ? &observer : nullptr, c.place);
   } catch (...) {
     // A call the library refuses (missing or repeated arguments, an unknown option, a value it
     // does not take) goes to Triton's launcher, which raises its own exception for it, or

@@ -45,16 +45,40 @@ struct TorchPythonHooks {
                             const CallArgs& call);
 };
 
+// Where the tensors of a call are, when its caller found out while reading them (the Python
+// fast path does, once per tensor): all have a Triton dtype and are on the CUDA device
+// `device`, or all on the CPU (kHost); kNone: no tensor. kUnread: the launch checks each
+// tensor itself, and raises what is wrong (a dtype, a device, a mix).
+struct TensorPlace {
+  static constexpr int32_t kNone = -1;
+  static constexpr int32_t kHost = -2;
+  static constexpr int32_t kUnread = -3;
+  int32_t device = kNone;
+
+  // One more tensor of the call, of Triton dtype `dtype` (invalid: none), on `d`.
+  void add(DType dtype, c10::Device d) {
+    int32_t here = kUnread;
+    if (dtype != DType::invalid) {
+      if (d.is_cuda()) {
+        here = d.index();
+      } else if (d.is_cpu()) {
+        here = kHost;
+      }
+    }
+    if (device == kNone) device = here;
+    if (device != here) device = kUnread;
+  }
+};
+
 // torch_launch for a launch from Python (triton_embed.jit, src/torch/python_fast.cc):
 // py_objects[i] is the PyObject* of the call's argument i, which the Python code of the
 // kernel's layers sees as it is (TensorArgs::py_objects); `observer` (or null) is told what
-// the autotune layers did (CallArgs::observer).
-TRITON_EMBED_TORCH_API void torch_launch_from_python(const JitFunction& fn, const GridSpec& grid,
-                                                     ArgValue* args, size_t npos,
-                                                     const ArgName* names, size_t nnamed,
-                                                     const TensorRef* tensors, size_t ntensors,
-                                                     void* const* py_objects,
-                                                     const CallObserver* observer);
+// the autotune layers did (CallArgs::observer); `place` is where the tensors are, when the
+// caller knows (else TensorPlace::kUnread).
+TRITON_EMBED_TORCH_API void torch_launch_from_python(
+    const JitFunction& fn, const GridSpec& grid, ArgValue* args, size_t npos, const ArgName* names,
+    size_t nnamed, const TensorRef* tensors, size_t ntensors, void* const* py_objects,
+    const CallObserver* observer, TensorPlace place);
 
 // Registers the bridge (once, from its library's static initialiser; the table must live as
 // long as the process). A second, different table is an internal error.

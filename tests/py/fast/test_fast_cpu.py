@@ -451,6 +451,7 @@ def test_bad_calls_raise_what_triton_raises():
         lambda k: k[(1,)](x, y, out, n, 64, BLOCK=64),  # given twice
         lambda k: k[(1,)](x, y, out, n, 64, 5),  # one positional argument too many
         lambda k: k[(1,)](x, [y], out, n, BLOCK=64),  # an argument kind Triton refuses
+        lambda k: k[(1,)](x, y.to(torch.complex64), out, n, BLOCK=64),  # no Triton dtype
     ]
     driver.set_active(_StandInDriver())
     try:
