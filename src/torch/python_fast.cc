@@ -666,8 +666,10 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
 
 // What a launch's autotune layers did that Triton's Autotuner.run leaves on the caller's
 // objects, as the runtime tells it (CallObserver): the choices the layers ran (each
-// Autotuner's best_config) and the block shapes the config pre-hooks the runtime applies set
-// (the descriptor's block_shape; a hook Python runs sets the caller's object itself).
+// Autotuner's best_config, set after the launch) and the block shapes the config pre-hooks the
+// runtime applies set (the caller's descriptor's block_shape, set when the hook is applied,
+// before the grid callable and the launch, as Python's hook does; a hook Python runs sets the
+// caller's object itself).
 struct Observed {
   // launcher_call sends an autotuned kernel with more layers to Triton's launcher.
   static constexpr uint32_t kMax = 16;
@@ -675,15 +677,10 @@ struct Observed {
     uint32_t layer;
     const Choice* choice;
   };
-  struct Block {
-    uint32_t param;
-    uint32_t rank;
-    int64_t dims[TensorDescriptor::kMaxRank];
-  };
+  explicit Observed(PyObject* const* p) : by_param(p) {}
+  PyObject* const* by_param;  // the call's object of each parameter it gave, else null
   Chosen chosen[kMax];
   uint32_t nchosen = 0;
-  Block blocks[kMax];  // one per parameter: the last hook's (Python's hooks run in order)
-  uint32_t nblocks = 0;
 };
 
 void observe_choice(void* ctx, uint32_t layer, const void* choice) {
@@ -692,20 +689,31 @@ void observe_choice(void* ctx, uint32_t layer, const void* choice) {
     o.chosen[o.nchosen++] = {layer, static_cast<const Choice*>(choice)};
 }
 
+// A hook's block shape for parameter `param`, on the caller's descriptor: a list of ints, as
+// the hook assigns it (unless it is an equal list already). Raises a Python exception that
+// stops the launch, as one from Python's hook does.
 void observe_block(void* ctx, uint32_t param, const int64_t* block, uint32_t rank) {
-  auto& o = *static_cast<Observed*>(ctx);
-  if (rank > TensorDescriptor::kMaxRank) return;  // the launch refuses it
-  Observed::Block* b = nullptr;
-  for (uint32_t i = 0; i < o.nblocks && b == nullptr; ++i) {
-    if (o.blocks[i].param == param) b = &o.blocks[i];
+  const auto& o = *static_cast<const Observed*>(ctx);
+  PyObject* desc = o.by_param[param];
+  if (desc == nullptr || rank > TensorDescriptor::kMaxRank) return;  // a default: not the caller's
+  PyObject* now = PyObject_GetAttr(desc, g_types.s_block_shape);
+  if (now == nullptr) throw pyb::error_already_set();
+  int64_t dims[TensorDescriptor::kMaxRank];
+  int have = -1;
+  const bool same = PyList_CheckExact(now) && read_dims(now, dims, have) &&
+                    static_cast<uint32_t>(have) == rank && std::equal(block, block + rank, dims);
+  Py_DECREF(now);
+  PyErr_Clear();
+  if (same) return;
+  pyb::list list(rank);
+  for (uint32_t d = 0; d < rank; ++d) {
+    PyObject* v = PyLong_FromLongLong(block[d]);
+    if (v == nullptr) throw pyb::error_already_set();
+    PyList_SET_ITEM(list.ptr(), d, v);
   }
-  if (b == nullptr) {
-    if (o.nblocks == Observed::kMax) return;  // descriptors beyond kMaxDescs: never converted
-    b = &o.blocks[o.nblocks++];
+  if (PyObject_SetAttr(desc, g_types.s_block_shape, list.ptr()) < 0) {
+    throw pyb::error_already_set();
   }
-  b->param = param;
-  b->rank = rank;
-  std::copy(block, block + rank, b->dims);
 }
 
 // The triton.Config the runtime's choice c was made from (null: a bundle's choice).
@@ -719,9 +727,9 @@ PyObject* config_of(FastKernel* k, const Choice* c) {
   return k->last_config;
 }
 
-// After a launch: what Observed holds, on the caller's objects (by_param: the call's object of
-// each parameter it gave). False with a Python exception set.
-bool show_observed(FastKernel* k, const Observed& o, PyObject* const* by_param) {
+// After a launch: each choice it ran as its Autotuner's best_config. False with a Python
+// exception set.
+bool show_observed(FastKernel* k, const Observed& o) {
   for (uint32_t i = 0; i < o.nchosen; ++i) {
     PyObject* tuner = PyTuple_GET_ITEM(k->tuners, o.chosen[i].layer);
     PyObject* config = config_of(k, o.chosen[i].choice);
@@ -733,34 +741,6 @@ bool show_observed(FastKernel* k, const Observed& o, PyObject* const* by_param) 
       continue;
     }
     if (PyObject_SetAttr(tuner, g_types.s_best_config, config) < 0) return false;
-  }
-  for (uint32_t i = 0; i < o.nblocks; ++i) {
-    const Observed::Block& b = o.blocks[i];
-    PyObject* desc = by_param[b.param];
-    if (desc == nullptr) continue;  // a default: no object of the caller's
-    PyObject* now = PyObject_GetAttr(desc, g_types.s_block_shape);
-    if (now == nullptr) return false;
-    int64_t dims[TensorDescriptor::kMaxRank];
-    int rank = -1;
-    const bool same = PyList_CheckExact(now) && read_dims(now, dims, rank) &&
-                      static_cast<uint32_t>(rank) == b.rank &&
-                      std::equal(b.dims, b.dims + b.rank, dims);
-    Py_DECREF(now);
-    PyErr_Clear();
-    if (same) continue;
-    PyObject* list = PyList_New(b.rank);  // what the hook assigns: a list of ints
-    if (list == nullptr) return false;
-    for (uint32_t d = 0; d < b.rank; ++d) {
-      PyObject* v = PyLong_FromLongLong(b.dims[d]);
-      if (v == nullptr) {
-        Py_DECREF(list);
-        return false;
-      }
-      PyList_SET_ITEM(list, d, v);
-    }
-    const int rc = PyObject_SetAttr(desc, g_types.s_block_shape, list);
-    Py_DECREF(list);
-    if (rc < 0) return false;
   }
   return true;
 }
@@ -1197,7 +1177,7 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
     if (c.unsupported) return triton_launch(l, args, nargsf, kwnames);
   }
   GridCall gc{k, l->grid, by_param};
-  Observed observed;
+  Observed observed(by_param);
   try {
     GridSpec spec;
     if (PyCallable_Check(l->grid)) {
@@ -1228,7 +1208,7 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
     return raise_from(ep);
   }
   g_fast_calls.fetch_add(1, std::memory_order_relaxed);
-  if (k->tuners != nullptr && !show_observed(k, observed, by_param)) return nullptr;
+  if (k->tuners != nullptr && !show_observed(k, observed)) return nullptr;
   Py_RETURN_NONE;
 }
 

@@ -132,26 +132,37 @@ def test_best_config_follows_each_call():
 @pytest.mark.parametrize("kernel", [tma_tuned_tile, tma_tuned_rows, tma_tuned_python])
 def test_pre_hook_block_shapes_reach_the_callers_descriptors(kernel):
     # Triton's Autotuner.run hands the caller's descriptors to the config's pre_hook, so the
-    # block shapes it sets stay on them: the same through triton_embed.jit, whether the runtime
-    # applies the hook (once per config, or per launch) or Python runs it.
+    # block shapes it sets stay on them, and a grid callable (called after the hook) reads
+    # them: the same through triton_embed.jit, whether the runtime applies the hook (once per
+    # config, or per launch) or Python runs it.
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    def run(launch, rows):
+    def run(launch, rows, grid_reads):
         src = data((rows, 64), torch.float16, rows)
         dst = torch.zeros((rows, 64), dtype=torch.float16, device="cuda")
         descs = [TensorDescriptor.from_tensor(src, [8, 8]), TensorDescriptor.from_tensor(dst, [8, 8])]
-        launch[lambda m: (triton.cdiv(rows, m["BLOCK_M"]),)](descs[0], descs[1], rows)
+        seen = []
+
+        def grid(m):  # reads a descriptor: called at each launch, never translated
+            seen.append(list(descs[1].block_shape))
+            return (triton.cdiv(rows, m["BLOCK_M"]),)
+
+        launch[grid if grid_reads else lambda m: (triton.cdiv(rows, m["BLOCK_M"]),)](
+            descs[0], descs[1], rows)
         torch.cuda.synchronize()
         assert torch.equal(dst, src)
-        return [(type(d.block_shape), list(d.block_shape)) for d in descs], kernel.best_config
+        shapes = [(type(d.block_shape), list(d.block_shape)) for d in descs]
+        return shapes, kernel.best_config, seen[-1:]
 
     fast = triton_embed.jit(kernel)
     del python_hook_calls[:]
-    for rows in (128, 256, 128, 256):  # again: hits of the memo of whole calls
-        got = run(fast, rows)
-        want = run(kernel, rows)
-        assert got[0] == want[0] == [(list, [32 if rows == 128 else 64, 64])] * 2
+    for i, rows in enumerate((128, 256, 128, 256, 128, 256)):  # again: memo hits
+        block = [32 if rows == 128 else 64, 64]
+        got = run(fast, rows, i >= 4)
+        want = run(kernel, rows, i >= 4)
+        assert got[0] == want[0] == [(list, block)] * 2
         assert got[1] is want[1]
+        assert got[2] == want[2] == ([block] if i >= 4 else [])
     if kernel is tma_tuned_python:  # tuning runs it too: how often is Triton's
         assert set(python_hook_calls) == {32, 64}
 
