@@ -139,7 +139,8 @@ struct EnumCodes<expr::Op> {
 template <>
 struct EnumCodes<expr::HookAction::Kind> {
   using Kind = expr::HookAction::Kind;
-  static constexpr EnumCode<Kind> table[] = {{Kind::kBlockShape, 0}, {Kind::kZero, 1}};
+  static constexpr EnumCode<Kind> table[] = {
+      {Kind::kBlockShape, 0}, {Kind::kZero, 1}, {Kind::kBlockShapeTuple, 2}};
 };
 
 // What to_disk() gives for an enumerator its table lacks (one added without a number): no

@@ -895,6 +895,7 @@ HookResult apply(const Hook& h, const ArgValue* args, uint32_t num_args, const u
     }
     HookResult::Block& b = out.blocks[out.num_blocks++];
     b.param = a.param;
+    b.tuple = a.kind == HookAction::Kind::kBlockShapeTuple;
     for (const Program& d : a.dims) {
       Result r = evaluate(d, args, num_args, given);
       if (r.fault == Fault::kNone && r.value.kind != Value::Kind::kInt) {
@@ -999,7 +1000,7 @@ bool Hook::decode(std::string_view bytes, uint32_t num_params, Hook* out, std::s
     a.param = r.get<uint16_t>();
     const uint32_t ndims = r.get<uint32_t>();
     if (!r.ok) break;
-    if (kind > static_cast<uint8_t>(HookAction::Kind::kZero) || a.param >= num_params ||
+    if (kind > static_cast<uint8_t>(HookAction::Kind::kBlockShapeTuple) || a.param >= num_params ||
         ndims > 5 || (kind == static_cast<uint8_t>(HookAction::Kind::kZero)) != (ndims == 0)) {
       *why = "hook action " + std::to_string(n) + ": kind " + std::to_string(kind) +
              ", parameter " + std::to_string(a.param) + ", " + std::to_string(ndims) +
@@ -1045,9 +1046,10 @@ std::string Hook::str(const std::vector<std::string>& names) const {
       out += "nargs[\"" + n + "\"].zero_()";
       continue;
     }
-    out += "nargs[\"" + n + "\"].block_shape = [";
+    const bool tuple = a.kind == HookAction::Kind::kBlockShapeTuple;
+    out += "nargs[\"" + n + "\"].block_shape = " + (tuple ? "(" : "[");
     for (size_t d = 0; d < a.dims.size(); ++d) out += (d ? ", " : "") + a.dims[d].str(names);
-    out += "]";
+    out += tuple ? (a.dims.size() == 1 ? ",)" : ")") : "]";
   }
   return out;
 }

@@ -173,9 +173,11 @@ TE_INTERNAL_API Result evaluate(const Program& p, const ArgValue* args, uint32_t
 // A config's pre_hook as the runtime applies it (Autotuner.run calls it before the launch):
 // block shapes it sets on tensor descriptor arguments, and tensor arguments it zeroes.
 struct HookAction {
-  enum class Kind : uint8_t { kBlockShape, kZero } kind = Kind::kBlockShape;
+  // kBlockShapeTuple: a block shape the hook assigns as a tuple, not a list (what the caller's
+  // Python descriptor then holds).
+  enum class Kind : uint8_t { kBlockShape, kZero, kBlockShapeTuple } kind = Kind::kBlockShape;
   uint16_t param = 0;
-  std::vector<Program> dims;  // kBlockShape: one program per dimension
+  std::vector<Program> dims;  // kBlockShape, kBlockShapeTuple: one program per dimension
 };
 struct Hook {
   std::vector<HookAction> actions;  // in the order the hook makes them
@@ -195,6 +197,7 @@ struct HookResult {
   struct Block {
     uint16_t param = 0;
     uint8_t rank = 0;
+    bool tuple = false;  // assigned as a tuple (HookAction::Kind::kBlockShapeTuple)
     int64_t dims[5] = {};
   };
   Block blocks[kMaxHookActions];

@@ -358,7 +358,7 @@ const CallObserver* observer_of(const Frame& f) noexcept {
 // Tells `o` of hook result r's block shapes.
 void tell_hooked(const CallObserver& o, const expr::HookResult& r) {
   for (uint32_t i = 0; i < r.num_blocks; ++i) {
-    o.hooked(o.ctx, r.blocks[i].param, r.blocks[i].dims, r.blocks[i].rank);
+    o.hooked(o.ctx, r.blocks[i].param, r.blocks[i].dims, r.blocks[i].rank, r.blocks[i].tuple);
   }
 }
 

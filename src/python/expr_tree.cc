@@ -141,8 +141,10 @@ expr::Hook hook_program(pyb::handle fn, const std::vector<std::string>& params, 
     for (pyb::handle a : actions) {
       const pyb::tuple t = pyb::reinterpret_borrow<pyb::tuple>(a);
       expr::HookAction act;
-      act.kind = t[0].cast<std::string>() == "zero" ? expr::HookAction::Kind::kZero
-                                                    : expr::HookAction::Kind::kBlockShape;
+      const std::string kind = t[0].cast<std::string>();
+      act.kind = kind == "zero"                ? expr::HookAction::Kind::kZero
+                 : kind == "block_shape_tuple" ? expr::HookAction::Kind::kBlockShapeTuple
+                                               : expr::HookAction::Kind::kBlockShape;
       act.param = t[1].cast<uint16_t>();
       for (pyb::handle d : t[2]) act.dims.push_back(program_of(d));
       TE_CHECK(act.dims.size() <= 5, ValueError) << "a block shape of rank " << act.dims.size();

@@ -808,9 +808,11 @@ class _HookTranslator(_Translator):
                 or a.kwonlyargs or a.posonlyargs:
             self.stop(node, "a pre_hook that is not a function of one argument")
         self.argname = a.args[0].arg
+        self.tuples = {}  # parameter -> whether its block_shape is assigned a tuple, not a list
         effects = {}  # (kind, parameter) -> dims (a list of trees), in the order first made
         self.block(node.body, effects)
-        return [(kind, p, dims) for (kind, p), dims in effects.items()]
+        return [("block_shape_tuple" if kind == "block_shape" and self.tuples[p] else kind, p, dims)
+                for (kind, p), dims in effects.items()]
 
     def target_param(self, node):
         p = self.param_of(node)
@@ -830,6 +832,9 @@ class _HookTranslator(_Translator):
                     p = self.target_param(t.value)
                     if not isinstance(st.value, (ast.List, ast.Tuple)):
                         self.stop(st, "a block_shape that is not a list of expressions")
+                    is_tuple = isinstance(st.value, ast.Tuple)  # what the descriptor then holds
+                    if self.tuples.setdefault(p, is_tuple) != is_tuple:
+                        self.stop(st, "a block_shape set to a list and to a tuple")
                     effects[("block_shape", p)] = [self.expr(e) for e in st.value.elts]
                     continue
             if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
@@ -869,8 +874,9 @@ class _HookTranslator(_Translator):
 
 
 def pre_hook_actions(fn, params):
-    """A config's pre_hook as a list of ("block_shape", parameter, [dimension trees]) and
-    ("zero", parameter, []) the runtime applies (core/expr.h's Hook). Raises NotTranslatable
+    """A config's pre_hook as a list of ("block_shape", parameter, [dimension trees]) (or
+    "block_shape_tuple", where the hook assigns a tuple) and ("zero", parameter, []) the runtime
+    applies (core/expr.h's Hook). Raises NotTranslatable
     naming the construct it cannot translate."""
     if not hasattr(fn, "__code__"):
         raise NotTranslatable("a %s, not a function" % type(fn).__name__)

@@ -689,10 +689,10 @@ void observe_choice(void* ctx, uint32_t layer, const void* choice) {
     o.chosen[o.nchosen++] = {layer, static_cast<const Choice*>(choice)};
 }
 
-// A hook's block shape for parameter `param`, on the caller's descriptor: a list of ints, as
-// the hook assigns it (unless it is an equal list already). Raises a Python exception that
-// stops the launch, as one from Python's hook does.
-void observe_block(void* ctx, uint32_t param, const int64_t* block, uint32_t rank) {
+// A hook's block shape for parameter `param`, on the caller's descriptor: a list of ints, or a
+// tuple, as the hook assigns it (unless it is an equal one of that type already). Raises a
+// Python exception that stops the launch, as one from Python's hook does.
+void observe_block(void* ctx, uint32_t param, const int64_t* block, uint32_t rank, bool tuple) {
   const auto& o = *static_cast<const Observed*>(ctx);
   PyObject* desc = o.by_param[param];
   if (desc == nullptr || rank > TensorDescriptor::kMaxRank) return;  // a default: not the caller's
@@ -700,18 +700,26 @@ void observe_block(void* ctx, uint32_t param, const int64_t* block, uint32_t ran
   if (now == nullptr) throw pyb::error_already_set();
   int64_t dims[TensorDescriptor::kMaxRank];
   int have = -1;
-  const bool same = PyList_CheckExact(now) && read_dims(now, dims, have) &&
-                    static_cast<uint32_t>(have) == rank && std::equal(block, block + rank, dims);
+  const bool same = (tuple ? PyTuple_CheckExact(now) : PyList_CheckExact(now)) &&
+                    read_dims(now, dims, have) && static_cast<uint32_t>(have) == rank &&
+                    std::equal(block, block + rank, dims);
   Py_DECREF(now);
   PyErr_Clear();
   if (same) return;
-  pyb::list list(rank);
+  const pyb::object shape =
+      pyb::reinterpret_steal<pyb::object>(tuple ? PyTuple_New(static_cast<Py_ssize_t>(rank))
+                                                : PyList_New(static_cast<Py_ssize_t>(rank)));
+  if (!shape) throw pyb::error_already_set();
   for (uint32_t d = 0; d < rank; ++d) {
     PyObject* v = PyLong_FromLongLong(block[d]);
     if (v == nullptr) throw pyb::error_already_set();
-    PyList_SET_ITEM(list.ptr(), d, v);
+    if (tuple) {
+      PyTuple_SET_ITEM(shape.ptr(), d, v);
+    } else {
+      PyList_SET_ITEM(shape.ptr(), d, v);
+    }
   }
-  if (PyObject_SetAttr(desc, g_types.s_block_shape, list.ptr()) < 0) {
+  if (PyObject_SetAttr(desc, g_types.s_block_shape, shape.ptr()) < 0) {
     throw pyb::error_already_set();
   }
 }

@@ -1039,7 +1039,8 @@ TEST(BundleEnumCodes, NumbersArePinned) {
                     {Op::kGt, 39},       {Op::kGe, 40},      {Op::kIsSame, 41},
                     {Op::kAnd, 42},      {Op::kOr, 43},      {Op::kIf, 44}});
   using HookKind = te::detail::expr::HookAction::Kind;
-  expect_codes<HookKind>({{HookKind::kBlockShape, 0}, {HookKind::kZero, 1}});
+  expect_codes<HookKind>(
+      {{HookKind::kBlockShape, 0}, {HookKind::kZero, 1}, {HookKind::kBlockShapeTuple, 2}});
 }
 
 te::ArgValue value_of(te::ArgKind kind, te::DType dtype = te::DType::invalid) {

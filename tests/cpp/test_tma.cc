@@ -568,14 +568,16 @@ TEST_F(Tma, TheLayersTellTheCallsObserverTheChoiceAndTheHooksBlockShapes) {
   struct Seen {
     std::vector<std::pair<uint32_t, const void*>> chosen;
     std::vector<std::pair<uint32_t, std::vector<int64_t>>> blocks;
+    std::vector<bool> tuples;  // each block assigned as a tuple (this hook assigns lists)
   };
   Seen seen;
   te::detail::CallObserver observer;
   observer.chose = [](void* ctx, uint32_t layer, const void* choice) {
     static_cast<Seen*>(ctx)->chosen.emplace_back(layer, choice);
   };
-  observer.hooked = [](void* ctx, uint32_t param, const int64_t* block, uint32_t rank) {
+  observer.hooked = [](void* ctx, uint32_t param, const int64_t* block, uint32_t rank, bool tuple) {
     static_cast<Seen*>(ctx)->blocks.emplace_back(param, std::vector<int64_t>(block, block + rank));
+    static_cast<Seen*>(ctx)->tuples.push_back(tuple);
   };
   observer.ctx = &seen;
   uint64_t slots[64];
@@ -588,6 +590,7 @@ TEST_F(Tma, TheLayersTellTheCallsObserverTheChoiceAndTheHooksBlockShapes) {
   const void* choice = seen.chosen[0].second;
   ASSERT_NE(choice, nullptr);
   EXPECT_EQ(seen.blocks, hooked);
+  EXPECT_EQ(seen.tuples, std::vector<bool>(2, false));
   // A hit of the memo of whole calls tells the same.
   const uint64_t hits = tt::call_memo_hits();
   seen = Seen();

@@ -178,13 +178,14 @@ def tma_block_hook(nargs):
 
 
 def attention_hook(nargs):
-    """Fused attention's: the head dimension from an argument, blocks from the config."""
+    """Fused attention's: the head dimension from an argument, blocks from the config (two of
+    them assigned as tuples, which the descriptors then hold)."""
     BM = nargs["BLOCK_M"]
     BN = nargs["BLOCK_N"]
     HEAD_DIM = nargs["HEAD_DIM"]
     nargs["q"].block_shape = [BM, HEAD_DIM]
-    nargs["v"].block_shape = [BN, HEAD_DIM]
-    nargs["k"].block_shape = [BN, HEAD_DIM]
+    nargs["v"].block_shape = (BN, HEAD_DIM)
+    nargs["k"].block_shape = (BN, HEAD_DIM)
     nargs["o"].block_shape = [BM, HEAD_DIM]
 
 
@@ -232,6 +233,10 @@ HOOK_UNSUPPORTED = {
     ),
     "shape_read": ("nargs['a'].block_shape = [nargs['a'].shape[0], 2]", "the construct Subscript"),
     "call": ("print(nargs)", "the statement Expr"),
+    "list_and_tuple": (
+        "nargs['a'].block_shape = [1, 2]\n    nargs['a'].block_shape = (1, 2)",
+        "a block_shape set to a list and to a tuple",
+    ),
 }
 
 
@@ -264,13 +269,14 @@ def random_hook_args(name, seed):
 
 
 def run_hook(name, nargs):
-    """What Python's hook does: ("done", {param: block_shape}, [zeroed]) or ("raise", type)."""
+    """What Python's hook does: ("done", {param: block_shape as the hook assigned it (a list
+    or a tuple)}, [zeroed]) or ("raise", type)."""
     _, fn = HOOK_CASES[name]
     try:
         fn(nargs)
     except Exception as e:  # noqa: BLE001
         return ("raise", type(e).__name__)
-    blocks = {p: list(v.block_shape) for p, v in nargs.items() if isinstance(v, _Desc)}
+    blocks = {p: v.block_shape for p, v in nargs.items() if isinstance(v, _Desc)}
     zeroed = sorted(p for p, v in nargs.items() if isinstance(v, _Desc) and v.zeroed)
     return ("done", blocks, zeroed)
 

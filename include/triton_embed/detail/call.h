@@ -41,11 +41,13 @@ using ZeroArgFn = bool (*)(const void* ctx, uint32_t index);
  *  Triton's \c Autotuner.run leaves on the caller's objects: \c chose, the choice layer
  *  \p layer (an index into the kernel's layers) ran (the runtime's record of it, opaque here);
  *  \c hooked, the block shape a config's pre_hook that the runtime applies set on descriptor
- *  parameter \p param (a hook Python runs sees the caller's objects itself). The torch layer's
+ *  parameter \p param, as a tuple where the hook assigns one (a hook Python runs sees the
+ *  caller's objects itself). The torch layer's
  *  Python fast path sets it; a launch from C++ leaves it null. */
 struct CallObserver {
   void (*chose)(void* ctx, uint32_t layer, const void* choice) = nullptr;
-  void (*hooked)(void* ctx, uint32_t param, const int64_t* block, uint32_t rank) = nullptr;
+  void (*hooked)(void* ctx, uint32_t param, const int64_t* block, uint32_t rank,
+                 bool tuple) = nullptr;
   void* ctx = nullptr;
 };
 

@@ -112,10 +112,11 @@ def _tile_blocks(nargs):
 
 
 def _rows_blocks(nargs):
-    """A pre-hook that reads an argument (the runtime applies it in C++ at each launch)."""
+    """A pre-hook that reads an argument (the runtime applies it in C++ at each launch); it
+    assigns dst's block shape as a tuple, which dst then holds."""
     rows = min(nargs["BLOCK_M"], nargs["n_rows"] // 4)
     nargs["src"].block_shape = [rows, nargs["BLOCK_N"]]
-    nargs["dst"].block_shape = [rows, nargs["BLOCK_N"]]
+    nargs["dst"].block_shape = (rows, nargs["BLOCK_N"])
 
 
 #: The BLOCK_M of each call of _python_blocks.
