@@ -133,8 +133,9 @@ TRITON_EMBED_TORCH_API void torch_launch(const JitFunction& fn, const GridSpec& 
                                          ArgValue* args, size_t npos, const ArgName* names,
                                          size_t nnamed, const TensorRef* tensors, size_t ntensors);
 
-/*! Writes t as a launch argument (an undefined tensor is None) and returns its device (the
- *  CPU for an undefined tensor), read once for both. */
+/*! Writes t as a launch argument (an undefined tensor is None) and returns its device, read
+ *  once for both. For an undefined tensor the returned device means nothing (it is the CPU):
+ *  check t.defined() before using it. */
 inline c10::Device fill_tensor(const at::Tensor& t, ArgValue& out) {
   out = ArgValue{};
   if (!t.defined()) {

@@ -960,11 +960,17 @@ bool to_arg(const Value& v, ArgValue* out) {
 }
 
 // ---- hooks: u8 format, u32 action count, then per action: u8 kind, u16 param, u32 dims, each
-// dim a u32 length and a program's bytes.
+// dim a u32 length and a program's bytes. Format 2 is a hook with a tuple block shape (kind
+// 2, which format 1 has not): a library that reads only format 1 says so of it.
+
+constexpr uint8_t kHookTupleFormat = 2;
 
 std::string Hook::encode() const {
   std::string out;
-  put(out, kFormat);
+  const bool tuples = std::any_of(actions.begin(), actions.end(), [](const HookAction& a) {
+    return a.kind == HookAction::Kind::kBlockShapeTuple;
+  });
+  put(out, tuples ? kHookTupleFormat : kFormat);
   put(out, static_cast<uint32_t>(actions.size()));
   for (const HookAction& a : actions) {
     put(out, static_cast<uint8_t>(a.kind));
@@ -982,9 +988,9 @@ std::string Hook::encode() const {
 bool Hook::decode(std::string_view bytes, uint32_t num_params, Hook* out, std::string* why) {
   Reader r{bytes};
   const uint8_t format = r.get<uint8_t>();
-  if (r.ok && format != kFormat) {
-    *why =
-        "hook format " + std::to_string(format) + ", this library reads " + std::to_string(kFormat);
+  if (r.ok && format != kFormat && format != kHookTupleFormat) {
+    *why = "hook format " + std::to_string(format) + ", this library reads " +
+           std::to_string(kFormat) + " and " + std::to_string(kHookTupleFormat);
     return false;
   }
   const uint32_t count = r.get<uint32_t>();
@@ -1000,8 +1006,10 @@ bool Hook::decode(std::string_view bytes, uint32_t num_params, Hook* out, std::s
     a.param = r.get<uint16_t>();
     const uint32_t ndims = r.get<uint32_t>();
     if (!r.ok) break;
-    if (kind > static_cast<uint8_t>(HookAction::Kind::kBlockShapeTuple) || a.param >= num_params ||
-        ndims > 5 || (kind == static_cast<uint8_t>(HookAction::Kind::kZero)) != (ndims == 0)) {
+    const uint8_t last_kind = static_cast<uint8_t>(
+        format == kHookTupleFormat ? HookAction::Kind::kBlockShapeTuple : HookAction::Kind::kZero);
+    if (kind > last_kind || a.param >= num_params || ndims > 5 ||
+        (kind == static_cast<uint8_t>(HookAction::Kind::kZero)) != (ndims == 0)) {
       *why = "hook action " + std::to_string(n) + ": kind " + std::to_string(kind) +
              ", parameter " + std::to_string(a.param) + ", " + std::to_string(ndims) +
              " dimensions";

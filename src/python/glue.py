@@ -830,7 +830,7 @@ class _HookTranslator(_Translator):
                 t = st.targets[0]
                 if isinstance(t, ast.Attribute) and t.attr == "block_shape":
                     p = self.target_param(t.value)
-                    if not isinstance(st.value, (ast.List, ast.Tuple)):
+                    if not isinstance(st.value, (ast.List, ast.Tuple)) or not st.value.elts:
                         self.stop(st, "a block_shape that is not a list of expressions")
                     is_tuple = isinstance(st.value, ast.Tuple)  # what the descriptor then holds
                     if self.tuples.setdefault(p, is_tuple) != is_tuple:

@@ -227,6 +227,8 @@ PyObject* raise_from(const std::exception_ptr& ep) {
     PyErr_SetString(PyExc_LookupError, e.what());
   } catch (const NotSupportedError& e) {
     PyErr_SetString(PyExc_NotImplementedError, e.what());
+  } catch (const c10::Error& e) {  // as torch raises it from Python (its message, no C++ trace)
+    PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   } catch (...) {
@@ -266,6 +268,11 @@ bool triton_launches() {
 
 // ---- FastKernel: the C base of the views -------------------------------------------------
 
+constexpr size_t kMaxValues = 512;  // arguments and the elements of their tuples
+constexpr size_t kMaxTensors = 256;
+constexpr size_t kMaxCallArgs = 128;
+constexpr size_t kMaxDescs = 8;
+
 struct FastKernel {
   PyObject_HEAD PyObject* kernel;  // the wrapped Triton object (its __dict__ is the view's)
   KernelState* state;       // loaded at the first call (a decorator runs before its module is set)
@@ -282,6 +289,10 @@ struct FastKernel {
   // The last choice whose triton.Config was looked up, and that config (a reference).
   const Choice* last_choice;
   PyObject* last_config;
+  // The last tuple of a call's argument names (a reference; a call site passes the same
+  // constant tuple at each call) and, per name, its parameter's index, or -1: a launch option.
+  PyObject* kw_names;
+  int16_t kw_params[kMaxCallArgs];
 };
 
 PyTypeObject* g_kernel_type = nullptr;
@@ -297,6 +308,7 @@ void kernel_dealloc(PyObject* self) {
   Py_CLEAR(k->grid_code);
   Py_CLEAR(k->tuners);
   Py_CLEAR(k->last_config);
+  Py_CLEAR(k->kw_names);
   Py_TYPE(self)->tp_free(self);
 }
 
@@ -438,11 +450,6 @@ PyObject* triton_launch(Launcher* l, PyObject* const* args, size_t nargsf, PyObj
   Py_DECREF(bound);
   return r;
 }
-
-constexpr size_t kMaxValues = 512;  // arguments and the elements of their tuples
-constexpr size_t kMaxTensors = 256;
-constexpr size_t kMaxCallArgs = 128;
-constexpr size_t kMaxDescs = 8;
 
 // A TensorDescriptor argument's C++ descriptor: per thread, the last few with their fields,
 // so that a stream of launches with the same fields reuses one and its encoded map.
@@ -665,36 +672,45 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
 // ---- what the autotune layers leave on the caller's objects --------------------------------
 
 // What a launch's autotune layers did that Triton's Autotuner.run leaves on the caller's
-// objects, as the runtime tells it (CallObserver): the choices the layers ran (each
-// Autotuner's best_config, set after the launch) and the block shapes the config pre-hooks the
-// runtime applies set (the caller's descriptor's block_shape, set when the hook is applied,
-// before the grid callable and the launch, as Python's hook does; a hook Python runs sets the
-// caller's object itself).
+// objects, as the runtime tells it (CallObserver), set where Autotuner.run sets it: each
+// choice a layer runs as its Autotuner's best_config, then the block shapes the config
+// pre-hooks the runtime applies set on the caller's descriptors, before the grid callable and
+// the launch (a hook Python runs sets the caller's objects itself). A Python exception raised
+// on the way stops the launch, as it does in Triton.
 struct Observed {
-  // launcher_call sends an autotuned kernel with more layers to Triton's launcher.
-  static constexpr uint32_t kMax = 16;
-  struct Chosen {
-    uint32_t layer;
-    const Choice* choice;
-  };
-  explicit Observed(PyObject* const* p) : by_param(p) {}
+  FastKernel* kernel;
   PyObject* const* by_param;  // the call's object of each parameter it gave, else null
-  Chosen chosen[kMax];
-  uint32_t nchosen = 0;
 };
 
+// The triton.Config the runtime's choice c was made from (null: a bundle's choice).
+PyObject* config_of(FastKernel* k, const Choice* c) {
+  if (c != k->last_choice) {
+    PyObject* config = py::config(*c);
+    Py_XINCREF(config);
+    Py_XSETREF(k->last_config, config);
+    k->last_choice = c;
+  }
+  return k->last_config;
+}
+
 void observe_choice(void* ctx, uint32_t layer, const void* choice) {
-  auto& o = *static_cast<Observed*>(ctx);
-  if (o.nchosen < Observed::kMax)
-    o.chosen[o.nchosen++] = {layer, static_cast<const Choice*>(choice)};
+  FastKernel* k = static_cast<const Observed*>(ctx)->kernel;
+  PyObject* tuner = PyTuple_GET_ITEM(k->tuners, layer);
+  PyObject* config = config_of(k, static_cast<const Choice*>(choice));
+  if (tuner == Py_None || config == nullptr) return;
+  // Autotuner.run sets best_config on every call; most calls find it set already.
+  PyObject** dict = _PyObject_GetDictPtr(tuner);
+  if (dict != nullptr && *dict != nullptr && PyDict_CheckExact(*dict) &&
+      dict_get(*dict, g_types.s_best_config) == config) {
+    return;
+  }
+  if (PyObject_SetAttr(tuner, g_types.s_best_config, config) < 0) throw pyb::error_already_set();
 }
 
 // A hook's block shape for parameter `param`, on the caller's descriptor: a list of ints, or a
-// tuple, as the hook assigns it (unless it is an equal one of that type already). Raises a
-// Python exception that stops the launch, as one from Python's hook does.
+// tuple, as the hook assigns it (unless it is an equal one of that type already).
 void observe_block(void* ctx, uint32_t param, const int64_t* block, uint32_t rank, bool tuple) {
-  const auto& o = *static_cast<const Observed*>(ctx);
-  PyObject* desc = o.by_param[param];
+  PyObject* desc = static_cast<const Observed*>(ctx)->by_param[param];
   if (desc == nullptr || rank > TensorDescriptor::kMaxRank) return;  // a default: not the caller's
   PyObject* now = PyObject_GetAttr(desc, g_types.s_block_shape);
   if (now == nullptr) throw pyb::error_already_set();
@@ -722,35 +738,6 @@ void observe_block(void* ctx, uint32_t param, const int64_t* block, uint32_t ran
   if (PyObject_SetAttr(desc, g_types.s_block_shape, shape.ptr()) < 0) {
     throw pyb::error_already_set();
   }
-}
-
-// The triton.Config the runtime's choice c was made from (null: a bundle's choice).
-PyObject* config_of(FastKernel* k, const Choice* c) {
-  if (c != k->last_choice) {
-    PyObject* config = py::config(*c);
-    Py_XINCREF(config);
-    Py_XSETREF(k->last_config, config);
-    k->last_choice = c;
-  }
-  return k->last_config;
-}
-
-// After a launch: each choice it ran as its Autotuner's best_config. False with a Python
-// exception set.
-bool show_observed(FastKernel* k, const Observed& o) {
-  for (uint32_t i = 0; i < o.nchosen; ++i) {
-    PyObject* tuner = PyTuple_GET_ITEM(k->tuners, o.chosen[i].layer);
-    PyObject* config = config_of(k, o.chosen[i].choice);
-    if (tuner == Py_None || config == nullptr) continue;
-    // Autotuner.run sets best_config on every call; most calls find it set already.
-    PyObject** dict = _PyObject_GetDictPtr(tuner);
-    if (dict != nullptr && *dict != nullptr && PyDict_CheckExact(*dict) &&
-        dict_get(*dict, g_types.s_best_config) == config) {
-      continue;
-    }
-    if (PyObject_SetAttr(tuner, g_types.s_best_config, config) < 0) return false;
-  }
-  return true;
 }
 
 // A tl.dtype as the library's DType, by its name.
@@ -1106,8 +1093,7 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
   const size_t nkw = kwnames != nullptr ? static_cast<size_t>(PyTuple_GET_SIZE(kwnames)) : 0;
   const KernelState& state = *k->state;
   const size_t np = state.params.size();
-  if (npos + nkw > kMaxCallArgs || np > kMaxCallArgs ||
-      (k->tuners != nullptr && state.layers.size() > Observed::kMax))
+  if (npos + nkw > kMaxCallArgs || np > kMaxCallArgs)
     return triton_launch(l, args, nargsf, kwnames);
   Conversion c;
   // The call's objects by parameter (the grid callable's bound arguments, the objects Python
@@ -1119,13 +1105,24 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
   size_t nnamed = 0, end = npos;  // end: one past the last parameter given
   bool positional = true;         // the named arguments complete a positional call
   for (size_t i = 0; i < npos && i < np; ++i) by_param[i] = args[i];
+  // The names' parameters: looked up once per tuple of names, copied (a conversion may run
+  // Python that calls this kernel with other names).
+  if (nkw != 0 && kwnames != k->kw_names) {
+    for (size_t i = 0; i < nkw; ++i) {
+      PyObject* index = dict_get(k->params, PyTuple_GET_ITEM(kwnames, i));
+      k->kw_params[i] = static_cast<int16_t>(index != nullptr ? PyLong_AsSsize_t(index) : -1);
+    }
+    Py_INCREF(kwnames);
+    Py_XSETREF(k->kw_names, kwnames);
+  }
+  int16_t kw_param[kMaxCallArgs];
+  std::memcpy(kw_param, k->kw_params, nkw * sizeof(int16_t));
   for (size_t i = 0; i < nkw; ++i) {
-    PyObject* index = dict_get(k->params, PyTuple_GET_ITEM(kwnames, i));
-    if (index == nullptr) {
+    if (kw_param[i] < 0) {
       option_at[noptions++] = static_cast<Py_ssize_t>(i);
       continue;
     }
-    const Py_ssize_t p = PyLong_AsSsize_t(index);
+    const Py_ssize_t p = kw_param[i];
     ++nnamed;
     if (static_cast<size_t>(p) < npos || by_param[p] != nullptr) {
       positional = false;  // given twice: the library raises Python's TypeError
@@ -1148,44 +1145,51 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
   auto* names = reinterpret_cast<ArgName*>(name_storage);
   const size_t ncall = positional ? end : npos + nnamed;
   c.nvals = ncall;
-  for (size_t i = 0; i < ncall; ++i) {
-    PyObject* o = nullptr;
-    if (i < npos) {
-      o = args[i];
-    } else if (positional) {
-      o = by_param[i];
-      if (o == nullptr) {  // a plain kernel's default
-        c.vals[i] = state.defaults[i];
-        objects[i] = nullptr;
-        continue;
-      }
-    } else {
-      size_t kw = 0, seen = 0;  // the (i - npos)-th named parameter in call order
-      for (; kw < nkw; ++kw) {
-        if (dict_get(k->params, PyTuple_GET_ITEM(kwnames, kw)) != nullptr && seen++ == i - npos) {
-          break;
+  // Reading a tensor can raise a c10::Error (a subclass without storage, whose data_ptr()
+  // Python may answer): Triton's launcher takes the call, where it can.
+  try {
+    for (size_t i = 0; i < ncall; ++i) {
+      PyObject* o = nullptr;
+      if (i < npos) {
+        o = args[i];
+      } else if (positional) {
+        o = by_param[i];
+        if (o == nullptr) {  // a plain kernel's default
+          c.vals[i] = state.defaults[i];
+          objects[i] = nullptr;
+          continue;
         }
+      } else {
+        size_t kw = 0, seen = 0;  // the (i - npos)-th named parameter in call order
+        for (; kw < nkw; ++kw) {
+          if (kw_param[kw] >= 0 && seen++ == i - npos) {
+            break;
+          }
+        }
+        PyObject* name = PyTuple_GET_ITEM(kwnames, kw);
+        Py_ssize_t len = 0;
+        const char* text = PyUnicode_AsUTF8AndSize(name, &len);
+        if (text == nullptr) return nullptr;
+        new (&names[i - npos]) ArgName(text, static_cast<size_t>(len));
+        o = args[npos + kw];
       }
-      PyObject* name = PyTuple_GET_ITEM(kwnames, kw);
-      Py_ssize_t len = 0;
-      const char* text = PyUnicode_AsUTF8AndSize(name, &len);
-      if (text == nullptr) return nullptr;
-      new (&names[i - npos]) ArgName(text, static_cast<size_t>(len));
-      o = args[npos + kw];
+      objects[i] = o;
+      if (is_tensor(o)) {  // the common case, without convert's frame
+        take_tensor(THPVariable_Unpack(o), c.vals[i], static_cast<uint32_t>(i), c);
+      } else if (!convert(o, c.vals[i], static_cast<uint32_t>(i), c)) {
+        // An object this path cannot read: Triton's launcher says what it says of it.
+        if (!triton_launches()) return nullptr;
+        PyErr_Clear();
+        return triton_launch(l, args, nargsf, kwnames);
+      }
+      if (c.unsupported) return triton_launch(l, args, nargsf, kwnames);
     }
-    objects[i] = o;
-    if (is_tensor(o)) {  // the common case, without convert's frame
-      take_tensor(THPVariable_Unpack(o), c.vals[i], static_cast<uint32_t>(i), c);
-    } else if (!convert(o, c.vals[i], static_cast<uint32_t>(i), c)) {
-      // An object this path cannot read: Triton's launcher says what it says of it.
-      if (!triton_launches()) return nullptr;
-      PyErr_Clear();
-      return triton_launch(l, args, nargsf, kwnames);
-    }
-    if (c.unsupported) return triton_launch(l, args, nargsf, kwnames);
+  } catch (...) {
+    if (triton_launches()) return triton_launch(l, args, nargsf, kwnames);
+    return raise_from(std::current_exception());
   }
   GridCall gc{k, l->grid, by_param};
-  Observed observed(by_param);
+  Observed observed{k, by_param};
   try {
     GridSpec spec;
     if (PyCallable_Check(l->grid)) {
@@ -1216,7 +1220,6 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
     return raise_from(ep);
   }
   g_fast_calls.fetch_add(1, std::memory_order_relaxed);
-  if (k->tuners != nullptr && !show_observed(k, observed)) return nullptr;
   Py_RETURN_NONE;
 }
 

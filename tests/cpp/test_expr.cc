@@ -286,6 +286,43 @@ TEST_F(Expr, PreHookFormsOutsideTheTranslatorAreNamed) {
   }
 }
 
+// A hook with a tuple block shape is written as hook format 2 (format 1 has no kind 2): it
+// reads back; the same bytes labelled format 1, or a format this library does not know, are
+// refused with the reason.
+TEST_F(Expr, TupleBlockShapesAreHookFormat2) {
+  std::vector<ex::Node> nodes(1);
+  nodes[0].op = ex::Op::kArg;
+  nodes[0].param = 1;
+  ex::Hook h;
+  ex::HookAction a;
+  a.kind = ex::HookAction::Kind::kBlockShapeTuple;
+  a.param = 0;
+  a.dims.push_back(ex::Program::from_nodes(nodes));
+  h.actions.push_back(a);
+  std::string bytes = h.encode();
+  ASSERT_EQ(bytes[0], 2);
+  ex::Hook back;
+  std::string why;
+  ASSERT_TRUE(ex::Hook::decode(bytes, 2, &back, &why)) << why;
+  EXPECT_EQ(back.str({"d", "BM"}), "nargs[\"d\"].block_shape = (args[\"BM\"],)");
+  te::ArgValue vals[2] = {};
+  vals[1].kind = te::ArgKind::kInt;
+  vals[1].i = 64;
+  const ex::HookResult r = ex::apply(back, vals, 2);
+  ASSERT_EQ(r.fault, ex::Fault::kNone) << r.what;
+  ASSERT_EQ(r.num_blocks, 1u);
+  EXPECT_TRUE(r.blocks[0].tuple);
+  EXPECT_EQ(r.blocks[0].dims[0], 64);
+  bytes[0] = 1;
+  EXPECT_FALSE(ex::Hook::decode(bytes, 2, &back, &why));
+  EXPECT_EQ(why, "hook action 0: kind 2, parameter 0, 1 dimensions");
+  bytes[0] = 3;
+  EXPECT_FALSE(ex::Hook::decode(bytes, 2, &back, &why));
+  EXPECT_EQ(why, "hook format 3, this library reads 1 and 2");
+  h.actions[0].kind = ex::HookAction::Kind::kBlockShape;  // lists stay format 1
+  EXPECT_EQ(h.encode()[0], 1);
+}
+
 TEST_F(Expr, MalformedProgramsAreRefusedWithTheReason) {
   std::vector<ex::Node> nodes(2);
   nodes[0].op = ex::Op::kArg;

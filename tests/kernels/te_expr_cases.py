@@ -233,6 +233,7 @@ HOOK_UNSUPPORTED = {
     ),
     "shape_read": ("nargs['a'].block_shape = [nargs['a'].shape[0], 2]", "the construct Subscript"),
     "call": ("print(nargs)", "the statement Expr"),
+    "empty": ("nargs['a'].block_shape = ()", "a block_shape that is not a list of expressions"),
     "list_and_tuple": (
         "nargs['a'].block_shape = [1, 2]\n    nargs['a'].block_shape = (1, 2)",
         "a block_shape set to a list and to a tuple",

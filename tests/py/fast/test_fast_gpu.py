@@ -164,6 +164,7 @@ def test_pre_hook_block_shapes_reach_the_callers_descriptors(kernel):
         assert got[0] == want[0] == [(list, block), (type(dst_block), dst_block)]
         assert got[1] is want[1]
         assert got[2] == want[2] == ([list(dst_block)] if i >= 4 else [])
+    assert triton_embed.fast_path_stats()["triton"] == 0  # every call took the fast path
     if kernel is tma_tuned_python:  # tuning runs it too: how often is Triton's
         assert set(python_hook_calls) == {32, 64}
 
