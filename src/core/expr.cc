@@ -999,6 +999,9 @@ bool Hook::decode(std::string_view bytes, uint32_t num_params, Hook* out, std::s
         std::to_string(count) + " hook actions (at most " + std::to_string(kMaxHookActions) + ")";
     return false;
   }
+  // Format 1 has kinds up to kZero; format 2 adds kBlockShapeTuple.
+  const uint8_t last_kind = static_cast<uint8_t>(
+      format == kHookTupleFormat ? HookAction::Kind::kBlockShapeTuple : HookAction::Kind::kZero);
   Hook h;
   for (uint32_t n = 0; r.ok && n < count; ++n) {
     HookAction a;
@@ -1006,8 +1009,6 @@ bool Hook::decode(std::string_view bytes, uint32_t num_params, Hook* out, std::s
     a.param = r.get<uint16_t>();
     const uint32_t ndims = r.get<uint32_t>();
     if (!r.ok) break;
-    const uint8_t last_kind = static_cast<uint8_t>(
-        format == kHookTupleFormat ? HookAction::Kind::kBlockShapeTuple : HookAction::Kind::kZero);
     if (kind > last_kind || a.param >= num_params || ndims > 5 ||
         (kind == static_cast<uint8_t>(HookAction::Kind::kZero)) != (ndims == 0)) {
       *why = "hook action " + std::to_string(n) + ": kind " + std::to_string(kind) +

@@ -1145,8 +1145,8 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
   auto* names = reinterpret_cast<ArgName*>(name_storage);
   const size_t ncall = positional ? end : npos + nnamed;
   c.nvals = ncall;
-  // Reading a tensor can raise a c10::Error (a subclass without storage, whose data_ptr()
-  // Python may answer): Triton's launcher takes the call, where it can.
+  // Reading a tensor can raise a c10::Error (data_ptr() of a tensor without storage): Triton's
+  // launcher takes the call where it can, else the error is raised as torch raises it.
   try {
     for (size_t i = 0; i < ncall; ++i) {
       PyObject* o = nullptr;
