@@ -74,39 +74,36 @@ struct Types {
   PyObject* s_pre_run_hooks = nullptr;
   PyObject* s_active = nullptr;
   PyObject* s_best_config = nullptr;
+  PyObject* s_nan = nullptr;  // padding values
+  PyObject* s_zero = nullptr;
 };
 Types g_types;
 PyObject* g_knobs_dict = nullptr;  // knobs.runtime's instance __dict__
 
-// A stamp of g_knobs_dict that changes whenever the dict does (its contents, or it is freed):
-// Python 3.12+ counts the events of a dict watcher, 3.11 reads the dict's version tag. False
-// where there is none (no watcher left): then the dict is read at each launch.
-#if PY_VERSION_HEX >= 0x030C0000
-uint64_t g_knobs_events = 0;  // guarded by the GIL
-bool g_knobs_watched = false;
-int count_knobs_event(PyDict_WatchEvent, PyObject*, PyObject*, PyObject*) {
-  ++g_knobs_events;
-  return 0;
-}
-void watch_knobs_dict() {
-  const int id = PyDict_AddWatcher(&count_knobs_event);
-  if (id < 0 || PyDict_Watch(id, g_knobs_dict) < 0) {
-    PyErr_Clear();
-    return;
-  }
-  g_knobs_watched = true;
-}
-bool knobs_stamp(uint64_t* out) {
-  *out = g_knobs_events;
-  return g_knobs_watched;
+// Stamps of the dicts whose contents the fast path remembers (knobs.runtime's instance dict,
+// the instance dicts of TensorDescriptor arguments): a dict's stamp changes whenever the dict
+// does, and a new dict's differs from every earlier one's. It is the dict's version tag, which
+// CPython keeps up to 3.13 (deprecated in 3.12 for extensions, and kept: unique to each change
+// of each dict). From 3.14 on there is none: follow_dict is false, and the dicts are read at
+// each launch.
+#if PY_VERSION_HEX < 0x030E0000
+bool follow_dict(PyObject*) { return true; }
+uint64_t dict_stamp(PyObject* d) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  return reinterpret_cast<PyDictObject*>(d)->ma_version_tag;
+#pragma GCC diagnostic pop
 }
 #else
-void watch_knobs_dict() {}
-bool knobs_stamp(uint64_t* out) {
-  *out = reinterpret_cast<PyDictObject*>(g_knobs_dict)->ma_version_tag;
-  return true;
-}
+bool follow_dict(PyObject*) { return false; }
+uint64_t dict_stamp(PyObject*) { return 0; }
 #endif
+bool g_knobs_followed = false;
+
+bool knobs_stamp(uint64_t* out) {
+  *out = dict_stamp(g_knobs_dict);
+  return g_knobs_followed;
+}
 
 PyObject* import_attr(const char* module, const char* attr) {
   PyObject* m = PyImport_ImportModule(module);
@@ -135,7 +132,7 @@ bool init_types() {
   if (t.runtime_knobs == nullptr) return false;
   g_knobs_dict = PyObject_GenericGetDict(t.runtime_knobs, nullptr);
   if (g_knobs_dict == nullptr) return false;
-  watch_knobs_dict();
+  g_knobs_followed = follow_dict(g_knobs_dict);
   struct Name {
     PyObject** slot;
     const char* text;
@@ -153,7 +150,9 @@ bool init_types() {
                         {&t.s_calls, "calls"},
                         {&t.s_pre_run_hooks, "pre_run_hooks"},
                         {&t.s_active, "active"},
-                        {&t.s_best_config, "best_config"}};
+                        {&t.s_best_config, "best_config"},
+                        {&t.s_nan, "nan"},
+                        {&t.s_zero, "zero"}};
   for (const Name& n : names) {
     if ((*n.slot = PyUnicode_InternFromString(n.text)) == nullptr) return false;
   }
@@ -257,6 +256,8 @@ bool refused_call(const std::exception_ptr& ep) {
 // Whether Triton's launcher can take a call here: its driver is active (not on a machine
 // without a GPU, where Triton launches nothing and the library's own errors stand).
 bool triton_launches() {
+  // Asked with the call's own exception set: that stays the current one.
+  const pyb::error_scope pending;
   PyObject* active = PyObject_GetAttr(g_types.drivers, g_types.s_active);
   if (active == nullptr) {
     PyErr_Clear();
@@ -273,6 +274,33 @@ constexpr size_t kMaxTensors = 256;
 constexpr size_t kMaxCallArgs = 128;
 constexpr size_t kMaxDescs = 8;
 
+// The last grid a grid program gave, with the values it read as keys (memo_key): a program is
+// a function of those values alone, so a stream of launches at one shape evaluates nothing.
+// Plain data (a FastKernel's memory starts zeroed: program null, nothing kept).
+constexpr size_t kMaxGridMemo = 16;
+struct GridMemo {
+  const py::GridProgram* program;  // whose grid is kept; null: none
+  size_t n;
+  ArgValue keys[kMaxGridMemo];
+  int64_t dims[3];
+};
+
+// What the names of a grid program denoted at their last lookup from a grid function: the
+// dicts read (the function's globals and builtins first, then the dicts of modules a callee is
+// found in), each with its stamp then, and the values of the free names found in them. While
+// every stamp holds, and the function reads the same globals and builtins, each callee found
+// through them is still the function the program computes and each such free name still holds
+// the same object, of the same value; names in closure cells are read at each launch.
+constexpr size_t kMaxNameDicts = 8;
+constexpr size_t kMaxGridFree = 8;
+struct NameMemo {
+  const py::GridProgram* program;  // null: nothing known
+  size_t ndicts;
+  PyObject* dicts[kMaxNameDicts];
+  uint64_t stamps[kMaxNameDicts];
+  ArgValue frees[kMaxGridFree];  // the free names' values (those found in the dicts)
+};
+
 struct FastKernel {
   PyObject_HEAD PyObject* kernel;  // the wrapped Triton object (its __dict__ is the view's)
   KernelState* state;       // loaded at the first call (a decorator runs before its module is set)
@@ -284,6 +312,8 @@ struct FastKernel {
   // The last grid function's code object looked up (a reference) and its program (null: none).
   PyObject* grid_code;
   const py::GridProgram* grid_program;
+  GridMemo grid_memo;
+  NameMemo name_memo;
   // Per layer of the state, its Autotuner (None for another layer); null without any.
   PyObject* tuners;
   // The last choice whose triton.Config was looked up, and that config (a reference).
@@ -457,6 +487,17 @@ struct DescCache {
   struct Slot {
     bool in_use = false;
     std::optional<TensorDescriptor> desc;
+    // The Python descriptor desc was last read from (null: none), with its instance dict, that
+    // dict's stamp and its type's version then: while both hold, its fields are the same
+    // objects, and a launch reads again only what can change under them (the base tensor's
+    // data, a block_shape list's items). Compared, and dereferenced only while they hold.
+    PyObject* obj = nullptr;
+    PyObject* dict = nullptr;
+    uint64_t stamp = 0;
+    PyTypeObject* type = nullptr;
+    unsigned int type_version = 0;
+    PyObject* base = nullptr;        // the base tensor (the dict holds it)
+    PyObject* block_list = nullptr;  // block_shape when it is a list (the dict holds it)
   };
   Slot slots[16];
   unsigned next = 0;
@@ -551,22 +592,99 @@ bool read_dims(PyObject* seq, int64_t* out, int& rank) {
   return true;
 }
 
+// Takes `slot` for the call: its descriptor is argument `out`.
+void hold_descriptor(DescCache::Slot* slot, ArgValue& out, Conversion& c) {
+  slot->in_use = true;
+  c.held[c.nheld++] = slot;
+  const TensorDescriptor& d = *slot->desc;
+  out = ArgValue{};
+  out.kind = ArgKind::kTensorDesc;
+  out.dtype = d.dtype();
+  out.flags = TensorDescriptorAccess::arg_flags(d);
+  out.ptr = &d;
+}
+
+// The slot that remembers descriptor o, when o's instance dict `dict` and type are unchanged
+// since and what can change under its fields still equals the slot's descriptor: the base
+// tensor's data (address, dtype, memory) and the items of a block_shape list. Null otherwise,
+// with the call's tensors as they were.
+DescCache::Slot* remembered(DescCache& cache, PyObject* o, PyObject* dict, uint32_t arg,
+                            Conversion& c) {
+  const uint64_t stamp = dict_stamp(dict);
+  PyTypeObject* type = Py_TYPE(o);
+  for (DescCache::Slot& s : cache.slots) {
+    if (s.obj != o || s.in_use || s.dict != dict || s.stamp != stamp || s.type != type ||
+        s.type_version != type->tp_version_tag || !s.desc || !is_tensor(s.base)) {
+      continue;
+    }
+    const TensorDescriptor& d = *s.desc;
+    const size_t ntensors = c.ntensors;
+    const TensorPlace place = c.place;
+    ArgValue v;
+    take_tensor(THPVariable_Unpack(s.base), v, arg, c);
+    bool same = v.kind == ArgKind::kPointer && v.u == d.base() && v.dtype == d.dtype() &&
+                v.flags == TensorDescriptorAccess::arg_flags(d) && !c.unsupported;
+    if (same && s.block_list != nullptr) {
+      int64_t block[TensorDescriptor::kMaxRank];
+      int rank = d.rank();
+      same =
+          read_dims(s.block_list, block, rank) && std::equal(block, block + rank, d.block_shape());
+      if (!same && PyErr_Occurred()) PyErr_Clear();  // read again below, raising then
+    }
+    if (same) return &s;
+    c.ntensors = ntensors;
+    c.place = place;
+    c.unsupported = false;
+  }
+  return nullptr;
+}
+
+// obj.name, where obj's instance dict (when dict_read: read, and without the name) says nothing:
+// null without calling anything when obj's class has no such attribute and no hook for missing
+// ones (what optional_attr would say), else optional_attr.
+PyObject* dataclass_attr(PyObject* obj, PyObject* name, bool dict_read) {
+  PyTypeObject* type = Py_TYPE(obj);
+  if (dict_read && type->tp_getattro == PyObject_GenericGetAttr &&
+      _PyType_Lookup(type, name) == nullptr) {
+    return nullptr;
+  }
+  return optional_attr(obj, name);
+}
+
 // A triton.tools.tensor_descriptor.TensorDescriptor as the library's descriptor.
 bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
   if (c.nheld == kMaxDescs) {
     c.unsupported = true;
     return true;
   }
+  if (t_descs == nullptr) t_descs = new DescCache();
+  DescCache& cache = *t_descs;
   // The dataclass's fields from its instance dict: one pass over it, its keys compared by
   // identity with the interned names (attribute names are interned); else as attributes.
-  PyObject* dict = PyObject_GenericGetDict(o, nullptr);
-  if (dict == nullptr) PyErr_Clear();
+  PyObject** dict_ptr = _PyObject_GetDictPtr(o);
+  if (dict_ptr == nullptr) PyErr_Clear();
+  PyObject* dict = dict_ptr != nullptr && *dict_ptr != nullptr && PyDict_CheckExact(*dict_ptr)
+                       ? *dict_ptr
+                       : nullptr;
+  if (dict != nullptr) {
+    if (DescCache::Slot* s = remembered(cache, o, dict, arg, c)) {
+      hold_descriptor(s, out, c);
+      return true;
+    }
+  }
+  if (c.unsupported) return true;
+  Py_XINCREF(dict);  // held while attributes run Python code
   const pyb::object hold_dict = pyb::reinterpret_steal<pyb::object>(dict);
+  // The dict's stamp and the type's version before the fields are read: a change while they
+  // are read (Python code an attribute runs) leaves o unremembered.
+  const bool followed = dict != nullptr && follow_dict(dict);
+  const uint64_t stamp = followed ? dict_stamp(dict) : 0;
+  const unsigned int type_version = Py_TYPE(o)->tp_version_tag;
   enum Field : size_t { kBase, kShape, kStrides, kBlockShape, kPadding, kTf32 };
   PyObject* const names[] = {g_types.s_base,        g_types.s_shape,   g_types.s_strides,
                              g_types.s_block_shape, g_types.s_padding, g_types.s_tf32};
   PyObject* found[std::size(names)] = {};
-  if (dict != nullptr && PyDict_CheckExact(dict)) {
+  if (dict != nullptr) {
     Py_ssize_t pos = 0;
     PyObject *key = nullptr, *value = nullptr;
     while (PyDict_Next(dict, &pos, &key, &value)) {
@@ -575,8 +693,15 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
       }
     }
   }
+  // Whether every field read came from the dict (or is on neither the dict nor the class): the
+  // slot may then remember o.
+  bool from_dict = dict != nullptr;
   auto field = [&](Field i) -> PyObject* {  // names[i]'s value: a new reference, or null
-    if (found[i] == nullptr) return optional_attr(o, names[i]);
+    if (found[i] == nullptr) {
+      PyObject* v = dataclass_attr(o, names[i], dict != nullptr);
+      from_dict = from_dict && v == nullptr;
+      return v;
+    }
     Py_INCREF(found[i]);
     return found[i];
   };
@@ -605,6 +730,7 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
   int64_t shape[TensorDescriptor::kMaxRank], strides[TensorDescriptor::kMaxRank],
       block[TensorDescriptor::kMaxRank];
   int rank = -1;
+  PyObject* block_list = nullptr;
   for (auto [which, dims] :
        {std::pair{kShape, shape}, std::pair{kStrides, strides}, std::pair{kBlockShape, block}}) {
     PyObject* seq = field(which);
@@ -614,24 +740,31 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
                       "or block_shape");
       return false;
     }
+    // Tuples hold their items for good; a block_shape list is read again at each launch.
+    if (which == kBlockShape && PyList_CheckExact(seq)) {
+      block_list = seq;
+    } else if (!PyTuple_Check(seq)) {
+      from_dict = false;
+    }
     const bool ok = read_dims(seq, dims, rank);
     Py_DECREF(seq);
     if (!ok) return false;
   }
   Padding padding = Padding::kZero;
   if (PyObject* p = field(kPadding)) {
-    padding = PyUnicode_Check(p) && PyUnicode_CompareWithASCIIString(p, "nan") == 0
+    padding = p == g_types.s_nan || (PyUnicode_Check(p) && p != g_types.s_zero &&
+                                     PyUnicode_CompareWithASCIIString(p, "nan") == 0)
                   ? Padding::kNan
                   : Padding::kZero;
     Py_DECREF(p);
   }
   bool tf32 = false;
   if (PyObject* r = field(kTf32)) {  // Triton 3.7 and later
-    tf32 = PyObject_IsTrue(r) == 1;
+    const int truth = PyObject_IsTrue(r);
     Py_DECREF(r);
+    if (truth < 0) return false;
+    tf32 = truth == 1;
   }
-  if (t_descs == nullptr) t_descs = new DescCache();
-  DescCache& cache = *t_descs;
   DescCache::Slot* slot = nullptr;
   for (DescCache::Slot& s : cache.slots) {
     if (!s.in_use && s.desc &&
@@ -650,6 +783,7 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
       return true;
     }
     cache.next = static_cast<unsigned>((slot - cache.slots) + 1) % 16;
+    slot->obj = nullptr;
     try {
       slot->desc.emplace(address, dtype, rank, shape, strides, block, padding, tf32);
     } catch (...) {
@@ -659,13 +793,22 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
     }
     TensorDescriptorAccess::set_arg_flags(*slot->desc, flags);
   }
-  slot->in_use = true;
-  c.held[c.nheld++] = slot;
-  out = ArgValue{};
-  out.kind = ArgKind::kTensorDesc;
-  out.dtype = dtype;
-  out.flags = flags;
-  out.ptr = &*slot->desc;
+  // Remembers o when its fields came from its dict, whose changes are followed, and nothing
+  // changed the dict or the type while they were read.
+  const bool remember = from_dict && followed && dict_stamp(dict) == stamp &&
+                        Py_TYPE(o)->tp_version_tag == type_version &&
+                        (Py_TYPE(o)->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) != 0;
+  for (DescCache::Slot& s : cache.slots) {
+    if (s.obj == o) s.obj = nullptr;  // what another slot remembers of o is out of date
+  }
+  slot->obj = remember ? o : nullptr;
+  slot->dict = dict;
+  slot->stamp = stamp;
+  slot->type = Py_TYPE(o);
+  slot->type_version = type_version;
+  slot->base = remember ? found[kBase] : nullptr;
+  slot->block_list = block_list;
+  hold_descriptor(slot, out, c);
   return true;
 }
 
@@ -755,14 +898,10 @@ DType dtype_of(PyObject* o) {
   return d;
 }
 
-// Writes o as the value `out`; `arg` is its top-level argument's index. False with a Python
-// exception set; c.unsupported for an object this path leaves to Triton's launcher.
-bool convert(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
-  // Tensors first (torch.Tensor and its subclasses, by type).
-  if (is_tensor(o)) {
-    take_tensor(THPVariable_Unpack(o), out, arg, c);
-    return true;
-  }
+bool convert(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c);
+
+// convert() of an object that is no tensor.
+bool convert_other(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
   out = ArgValue{};
   if (py::scalar_from_python(o, out)) return true;
   if (PyLong_Check(o)) {  // beyond 64 bits: Triton's launcher says what it says
@@ -821,6 +960,17 @@ bool convert(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
   // Other objects (data_ptr() objects, JIT functions, ...): Triton's launcher.
   c.unsupported = true;
   return true;
+}
+
+// Writes o as the value `out`; `arg` is its top-level argument's index. False with a Python
+// exception set; c.unsupported for an object this path leaves to Triton's launcher.
+bool convert(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
+  // Tensors first (torch.Tensor and its subclasses, by type).
+  if (is_tensor(o)) {
+    take_tensor(THPVariable_Unpack(o), out, arg, c);
+    return true;
+  }
+  return convert_other(o, out, arg, c);
 }
 
 // The grid callable's argument: Triton's bound arguments (every parameter by name: the
@@ -910,9 +1060,30 @@ bool plain_scalar(PyObject* o) {
   return o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o);
 }
 
+// The dicts a lookup of names read, each with its stamp (NameMemo).
+struct DictsRead {
+  size_t n = 0;
+  bool overflow = false;  // more than kMaxNameDicts
+  PyObject* dicts[kMaxNameDicts];
+  uint64_t stamps[kMaxNameDicts];
+
+  void add(PyObject* d) {
+    for (size_t i = 0; i < n; ++i) {
+      if (dicts[i] == d) return;
+    }
+    if (n == kMaxNameDicts) {
+      overflow = true;
+      return;
+    }
+    dicts[n] = d;
+    stamps[n++] = dict_stamp(d);
+  }
+};
+
 // The object `f` names for grid callable fn now (borrowed), or null (an empty cell, a name
-// defined nowhere, a namespace that is not a plain dict).
-PyObject* free_value(PyObject* fn, const py::GridProgram::Free& f) {
+// defined nowhere, a namespace that is not a plain dict). The dicts it reads go to `read`
+// (unless null).
+PyObject* free_value(PyObject* fn, const py::GridProgram::Free& f, DictsRead* read) {
   if (f.cell >= 0) {
     PyObject* closure = PyFunction_GET_CLOSURE(fn);
     if (closure == nullptr || f.cell >= PyTuple_GET_SIZE(closure)) return nullptr;
@@ -921,19 +1092,61 @@ PyObject* free_value(PyObject* fn, const py::GridProgram::Free& f) {
   auto* func = reinterpret_cast<PyFunctionObject*>(fn);
   for (PyObject* ns : {func->func_globals, func->func_builtins}) {
     if (ns == nullptr || !PyDict_CheckExact(ns)) return nullptr;
+    if (read != nullptr) read->add(ns);
     if (PyObject* v = dict_get(ns, f.name)) return v;
   }
   return nullptr;
 }
 
-// Whether the names of callee c still denote the function the program computes in its place.
-bool same_callee(PyObject* fn, const py::GridProgram::Callee& c) {
-  PyObject* v = free_value(fn, c.root);
+// Whether the names of callee c still denote the function the program computes in its place;
+// the dicts it reads for a callee found through the function's namespaces go to `read`.
+bool same_callee(PyObject* fn, const py::GridProgram::Callee& c, DictsRead* read) {
+  if (c.root.cell >= 0) read = nullptr;  // found through a cell: looked up at each launch
+  PyObject* v = free_value(fn, c.root, read);
   for (PyObject* attr : c.attrs) {
     if (v == nullptr || !PyModule_CheckExact(v)) return false;
-    v = dict_get(PyModule_GetDict(v), attr);
+    PyObject* d = PyModule_GetDict(v);
+    if (read != nullptr) read->add(d);
+    v = dict_get(d, attr);
   }
   return v == c.object;
+}
+
+// Whether m still says what the names of program gp denote for grid function fn.
+bool names_hold(const NameMemo& m, const py::GridProgram* gp, PyObject* fn) {
+  const auto* func = reinterpret_cast<PyFunctionObject*>(fn);
+  if (m.program != gp || m.ndicts < 2 || m.dicts[0] != func->func_globals ||
+      m.dicts[1] != func->func_builtins) {
+    return false;
+  }
+  for (size_t i = 0; i < m.ndicts; ++i) {
+    if (dict_stamp(m.dicts[i]) != m.stamps[i]) return false;
+  }
+  return true;
+}
+
+// What a grid program can read of value v, as a memo key (the fields a read looks at, the rest
+// zero): the kind, dtype and bits of a scalar; the kind and dtype of a typed pointer for a
+// `.dtype` read. False for what the memo does not keep (an object, a string, a tuple).
+bool memo_key(const ArgValue& v, bool dtype_read, ArgValue* key) {
+  *key = ArgValue{};
+  key->kind = v.kind;
+  key->dtype = v.dtype;
+  if (dtype_read) return v.kind == ArgKind::kPointer;
+  switch (v.kind) {
+    case ArgKind::kNone:
+      key->dtype = DType::invalid;
+      return true;
+    case ArgKind::kBool:
+    case ArgKind::kInt:
+    case ArgKind::kFloat:
+    case ArgKind::kScalar:
+      key->big = v.big;
+      key->u = v.u;
+      return true;
+    default:
+      return false;
+  }
 }
 
 // The grid gc's program gives for the call's values `vals` (every parameter), as calling the
@@ -941,9 +1154,8 @@ bool same_callee(PyObject* fn, const py::GridProgram::Callee& c) {
 // raise: the callable is then called).
 bool program_grid(const GridCall& gc, const ArgValue* vals, size_t np, Grid* out) {
   const py::GridProgram& gp = *gc.program;
-  ArgValue args[kMaxCallArgs + 8];
   const size_t nfree = gp.free.size();
-  if (np + nfree > std::size(args)) return false;
+  if (np > kMaxCallArgs || nfree > kMaxGridFree) return false;
   for (const expr::Program& d : gp.dims) {
     for (const expr::Program::Read& r : d.reads()) {
       if (r.param < np && gc.by_param[r.param] != nullptr && !r.dtype &&
@@ -952,17 +1164,68 @@ bool program_grid(const GridCall& gc, const ArgValue* vals, size_t np, Grid* out
       }
     }
   }
-  for (const py::GridProgram::Callee& c : gp.callees) {
-    if (!same_callee(gc.fn, c)) return false;
+  // The callees and the free names' values: what the names memo knows (names found in the
+  // function's namespaces), the rest looked up now.
+  NameMemo& names = gc.kernel->name_memo;
+  const bool known = names_hold(names, &gp, gc.fn);
+  const auto* func = reinterpret_cast<PyFunctionObject*>(gc.fn);
+  DictsRead read;
+  DictsRead* const record = known ? nullptr : &read;
+  if (!known) {
+    for (PyObject* ns : {func->func_globals, func->func_builtins}) {
+      if (ns != nullptr && PyDict_CheckExact(ns) && follow_dict(ns)) {
+        read.add(ns);
+      } else {
+        read.overflow = true;  // nothing to remember
+      }
+    }
   }
-  std::memcpy(static_cast<void*>(args), vals, np * sizeof(ArgValue));
+  for (const py::GridProgram::Callee& c : gp.callees) {
+    if (known && c.root.cell < 0) continue;
+    if (!same_callee(gc.fn, c, record)) return false;
+  }
+  ArgValue frees[kMaxGridFree];
   for (size_t j = 0; j < nfree; ++j) {
-    PyObject* v = free_value(gc.fn, gp.free[j]);
-    if (v == nullptr || !plain_scalar(v) || !py::scalar_from_python(v, args[np + j])) {
+    if (known && gp.free[j].cell < 0) {
+      frees[j] = names.frees[j];
+      continue;
+    }
+    PyObject* v = free_value(gc.fn, gp.free[j], record);
+    if (v == nullptr || !plain_scalar(v) || !py::scalar_from_python(v, frees[j])) {
       PyErr_Clear();
       return false;
     }
   }
+  if (!known) {
+    names.program = read.overflow ? nullptr : &gp;
+    names.ndicts = read.n;
+    std::copy(read.dicts, read.dicts + read.n, names.dicts);
+    std::copy(read.stamps, read.stamps + read.n, names.stamps);
+    std::copy(frees, frees + nfree, names.frees);
+  }
+  // The values the program reads (parameters and free names), as the grid memo's keys.
+  ArgValue keys[kMaxGridMemo];
+  size_t nkeys = 0;
+  bool keep = true;
+  for (const expr::Program& d : gp.dims) {
+    for (const expr::Program::Read& r : d.reads()) {
+      if (!keep || nkeys == kMaxGridMemo || r.param >= np + nfree) {
+        keep = false;
+        break;
+      }
+      keep = memo_key(r.param < np ? vals[r.param] : frees[r.param - np], r.dtype, &keys[nkeys++]);
+    }
+  }
+  GridMemo& memo = gc.kernel->grid_memo;
+  if (keep && memo.program == &gp && memo.n == nkeys &&
+      std::memcmp(static_cast<const void*>(memo.keys), static_cast<const void*>(keys),
+                  nkeys * sizeof(ArgValue)) == 0) {
+    *out = Grid(memo.dims[0], memo.dims[1], memo.dims[2]);
+    return true;
+  }
+  ArgValue args[kMaxCallArgs + kMaxGridFree];
+  std::memcpy(static_cast<void*>(args), vals, np * sizeof(ArgValue));
+  std::copy(frees, frees + nfree, args + np);
   int64_t dims[3] = {1, 1, 1};
   for (size_t i = 0; i < gp.dims.size(); ++i) {
     const expr::Result r = expr::evaluate(gp.dims[i], args, static_cast<uint32_t>(np + nfree));
@@ -974,6 +1237,11 @@ bool program_grid(const GridCall& gc, const ArgValue* vals, size_t np, Grid* out
     }
     dims[i] = static_cast<int64_t>(v.i);
   }
+  memo.program = keep ? &gp : nullptr;
+  memo.n = nkeys;
+  std::memcpy(static_cast<void*>(memo.keys), static_cast<const void*>(keys),
+              nkeys * sizeof(ArgValue));
+  std::copy(dims, dims + 3, memo.dims);
   *out = Grid(dims[0], dims[1], dims[2]);
   return true;
 }
@@ -1176,7 +1444,7 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
       objects[i] = o;
       if (is_tensor(o)) {  // the common case, without convert's frame
         take_tensor(THPVariable_Unpack(o), c.vals[i], static_cast<uint32_t>(i), c);
-      } else if (!convert(o, c.vals[i], static_cast<uint32_t>(i), c)) {
+      } else if (!convert_other(o, c.vals[i], static_cast<uint32_t>(i), c)) {
         // An object this path cannot read: Triton's launcher says what it says of it.
         if (!triton_launches()) return nullptr;
         PyErr_Clear();

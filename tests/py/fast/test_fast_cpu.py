@@ -1,6 +1,8 @@
 """triton_embed.jit on the CPU: the view is the kernel, and CPU tensors run through Triton's
 interpreter as the C++ launch runs them, for every kind of call the fast path converts."""
 
+import re
+
 import pytest
 import torch
 import triton
@@ -117,6 +119,29 @@ def test_grid_programs_read_what_the_callable_reads_at_each_launch():
     assert triton_embed.fast_path_stats() == {"fast": 6, "triton": 0, "grid_programs": 6}
 
 
+def test_grid_programs_give_each_launch_its_own_grid():
+    """One callable launched again and again: each launch's grid follows the values it reads at
+    that launch (a meta-parameter, a global, a float's bits), also after a run of launches that
+    read the same values."""
+    global _BLOCKS
+    n = 1000
+    x, y = data(n, seed=23), data(n, seed=24)
+    fast = triton_embed.jit(add_kernel)
+    grid = lambda meta: (min(_BLOCKS, triton.cdiv(meta["n"], meta["BLOCK"])),)  # noqa: E731
+    launches = [(3, 64), (3, 64), (3, 64), (5, 64), (5, 64), (3, 64), (3, 32), (3, 64), (40, 64),
+                (40, 128), (40, 64)]
+    for blocks, block in launches:
+        _BLOCKS = blocks
+        out = torch.zeros(n)
+        fast[grid](x, y, out, n, BLOCK=block)
+        assert _covered(out, x, y, min(blocks, triton.cdiv(n, block)), block), (blocks, block)
+    for scale, programs in ((0.5, 2), (0.5, 2), (-0.0, 0), (0.0, 0), (1.5, 6), (0.5, 2)):
+        out = torch.zeros(n)
+        fast[lambda meta: (int(scale * 4),)](x, y, out, n, BLOCK=64)  # noqa: B023
+        assert _covered(out, x, y, programs, 64), scale
+    assert triton_embed.fast_path_stats() == {"fast": 17, "triton": 0, "grid_programs": 17}
+
+
 _cdiv = triton.cdiv  # a global name for a function the grid callable below calls
 
 
@@ -138,6 +163,33 @@ def test_grid_programs_follow_rebound_functions():
     finally:
         _cdiv = triton.cdiv
     assert triton_embed.fast_path_stats() == {"fast": 2, "triton": 0, "grid_programs": 1}
+
+
+def test_grid_programs_follow_rebound_module_attributes_and_builtins(monkeypatch):
+    """The same callable launched again after triton.cdiv (an attribute of a module the callable
+    reaches through a global) or the builtin min was rebound, and after either was restored:
+    called while rebound, computed otherwise."""
+    import builtins
+
+    n, block = 1000, 64
+    x, y = data(n, seed=27), data(n, seed=28)
+    fast = triton_embed.jit(add_kernel)
+    grid = lambda meta: (min(40, triton.cdiv(meta["n"], meta["BLOCK"])),)  # noqa: E731
+    cdiv, min_ = triton.cdiv, builtins.min
+
+    def rebound_min(*args, **kwargs):  # 2 for the grid's call; as min for everything else
+        return 2 if args and args[0] == 40 else min_(*args, **kwargs)
+
+    steps = [(None, None, 16), ("cdiv", None, 3), (None, None, 16), (None, "min", 2),
+             (None, None, 16), (None, None, 16)]
+    for rebind_cdiv, rebind_min, programs in steps:
+        monkeypatch.setattr(triton, "cdiv", (lambda a, b: 3) if rebind_cdiv else cdiv)
+        monkeypatch.setattr(builtins, "min", rebound_min if rebind_min else min_)
+        out = torch.zeros(n)
+        fast[grid](x, y, out, n, BLOCK=block)
+        monkeypatch.setattr(builtins, "min", min_)
+        assert _covered(out, x, y, programs, block), (rebind_cdiv, rebind_min)
+    assert triton_embed.fast_path_stats() == {"fast": 6, "triton": 0, "grid_programs": 4}
 
 
 class _Wide(int):
@@ -392,6 +444,61 @@ def test_tensor_descriptors_on_cpu():
     fast[(2, 1)](a, b, BLOCK_M=32, BLOCK_N=32)
     assert torch.equal(src, dst)
     assert triton_embed.fast_path_stats() == {"fast": 1, "triton": 0, "grid_programs": 0}
+
+
+def test_tensor_descriptors_are_read_again_where_they_change():
+    """A descriptor launched again is read again where it changed: a block_shape list changed in
+    place, its base tensor's data (here its dtype), an attribute assigned, and a new descriptor
+    in place of a freed one. Each change makes the call one the fast path refuses (it raises
+    its own error where Triton's launcher is off, and leaves the call to Triton's launcher,
+    which raises, where it is on); a change it missed would launch without an error."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    src = data(64 * 32, seed=12).reshape(64, 32)
+    dst = torch.zeros(64, 32)
+    fast = triton_embed.jit(tma_copy_2d)
+    a, b = TensorDescriptor.from_tensor(src, [32, 32]), TensorDescriptor.from_tensor(dst, [32, 32])
+    triton_on = torch.cuda.is_available()  # Triton's launcher takes the calls refused
+    refused = 0
+
+    def launch():
+        dst.zero_()
+        fast[(2, 1)](a, b, BLOCK_M=32, BLOCK_N=32)
+        assert torch.equal(src, dst)
+
+    def refuse(own_error, match):
+        nonlocal refused
+        with pytest.raises(Exception) as e:
+            fast[(2, 1)](a, b, BLOCK_M=32, BLOCK_N=32)
+        refused += 1
+        if not triton_on:
+            assert e.type is own_error and re.search(match, str(e.value)), e.value
+        assert triton_embed.fast_path_stats()["triton"] == (refused if triton_on else 0)
+
+    for _ in range(3):
+        launch()
+    a.block_shape.append(1)  # the list the descriptor holds, changed in place: rank 3
+    refuse(ValueError, "rank")
+    a.block_shape.pop()
+    launch()
+    kept = src.data
+    src.data = src.data.to(torch.complex64)  # the same tensor object, now of a dtype Triton lacks
+    refuse(TypeError, "ComplexFloat")
+    src.data = kept
+    launch()
+    a.block_shape = [32, 32, 1]  # assigned
+    refuse(ValueError, "rank")
+    a.block_shape = [32, 32]
+    launch()
+    for i in range(6):  # new descriptors, each freed before the next (often at its address)
+        a = TensorDescriptor.from_tensor(src, [32, 32])
+        if i % 2:
+            a.block_shape.append(1)
+            refuse(ValueError, "rank")
+        else:
+            launch()
+        a = None  # freed before the next
+    assert triton_embed.fast_path_stats()["fast"] == 3 + 1 + 1 + 1 + 3
 
 
 def test_python_exceptions_raise_as_they_are():

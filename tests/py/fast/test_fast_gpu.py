@@ -190,6 +190,48 @@ def test_tensor_descriptors():
     assert torch.equal(a[3], b[3]) and torch.equal(b[3], b[2])
 
 
+def test_tensor_descriptors_launched_again_after_changes():
+    """Descriptors launched again after what can change under them changed, each launch beside
+    Triton's on the same descriptors: the base tensor's storage swapped in place, a block_shape
+    list changed in place (a tile of 32 rows where the kernel steps 64: half the rows copied),
+    fields assigned, and new descriptors in place of freed ones."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    M, N = 256, 64
+    src, dst = data((M, N), seed=15), torch.zeros((M, N), device="cuda")
+    a, b = TensorDescriptor.from_tensor(src, [64, 64]), TensorDescriptor.from_tensor(dst, [64, 64])
+    fast = triton_embed.jit(tma_copy_2d)
+
+    def check():
+        dst.zero_()
+        tma_copy_2d[(M // 64, 1)](a, b, BLOCK_M=64, BLOCK_N=64)
+        want = dst.clone()
+        dst.zero_()
+        for _ in range(3):
+            fast[(M // 64, 1)](a, b, BLOCK_M=64, BLOCK_N=64)
+        torch.cuda.synchronize()
+        assert torch.equal(dst, want)
+        return want
+
+    assert torch.equal(check(), src)
+    src.set_(data((M, N), seed=16).untyped_storage(), 0, (M, N), (N, 1))  # other memory
+    assert torch.equal(check(), src)
+    a.block_shape[0] = b.block_shape[0] = 32  # the lists the descriptors hold
+    half = check()
+    assert torch.equal(half.view(4, 64, N)[:, :32], src.view(4, 64, N)[:, :32])
+    assert not half.view(4, 64, N)[:, 32:].any()
+    a.block_shape = b.block_shape = [64, 64]
+    assert torch.equal(check(), src)
+    other = data((M, N), seed=17)
+    a.base = other
+    assert torch.equal(check(), other)
+    for i in range(4):  # new descriptors, each freed before the next
+        a = None
+        a = TensorDescriptor.from_tensor(data((M, N), seed=20 + i), [64, 64])
+        assert torch.equal(check(), a.base)
+    assert triton_embed.fast_path_stats()["triton"] == 0
+
+
 def test_current_stream_and_cuda_graphs():
     n = 4096
     x, y, out = data(n, seed=13), data(n, seed=14), torch.empty(n, device="cuda")
