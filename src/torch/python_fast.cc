@@ -298,7 +298,7 @@ struct NameMemo {
   size_t ndicts;
   PyObject* dicts[kMaxNameDicts];
   uint64_t stamps[kMaxNameDicts];
-  ArgValue frees[kMaxGridFree];  // the free names' values (those found in the dicts)
+  ArgValue frees[kMaxGridFree];  // the free names' values (used: those found in the dicts)
 };
 
 struct FastKernel {
@@ -620,6 +620,7 @@ DescCache::Slot* remembered(DescCache& cache, PyObject* o, PyObject* dict, uint3
     const TensorDescriptor& d = *s.desc;
     const size_t ntensors = c.ntensors;
     const TensorPlace place = c.place;
+    const bool unsupported = c.unsupported;
     ArgValue v;
     take_tensor(THPVariable_Unpack(s.base), v, arg, c);
     bool same = v.kind == ArgKind::kPointer && v.u == d.base() && v.dtype == d.dtype() &&
@@ -634,21 +635,17 @@ DescCache::Slot* remembered(DescCache& cache, PyObject* o, PyObject* dict, uint3
     if (same) return &s;
     c.ntensors = ntensors;
     c.place = place;
-    c.unsupported = false;
+    c.unsupported = unsupported;
   }
   return nullptr;
 }
 
-// obj.name, where obj's instance dict (when dict_read: read, and without the name) says nothing:
-// null without calling anything when obj's class has no such attribute and no hook for missing
-// ones (what optional_attr would say), else optional_attr.
-PyObject* dataclass_attr(PyObject* obj, PyObject* name, bool dict_read) {
-  PyTypeObject* type = Py_TYPE(obj);
-  if (dict_read && type->tp_getattro == PyObject_GenericGetAttr &&
-      _PyType_Lookup(type, name) == nullptr) {
-    return nullptr;
+// Whether tuple t holds ints only (of exactly int: their values cannot change).
+bool exact_ints(PyObject* t) {
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); ++i) {
+    if (!PyLong_CheckExact(PyTuple_GET_ITEM(t, i))) return false;
   }
-  return optional_attr(obj, name);
+  return true;
 }
 
 // A triton.tools.tensor_descriptor.TensorDescriptor as the library's descriptor.
@@ -666,7 +663,7 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
   PyObject* dict = dict_ptr != nullptr && *dict_ptr != nullptr && PyDict_CheckExact(*dict_ptr)
                        ? *dict_ptr
                        : nullptr;
-  if (dict != nullptr) {
+  if (dict != nullptr && follow_dict(dict)) {
     if (DescCache::Slot* s = remembered(cache, o, dict, arg, c)) {
       hold_descriptor(s, out, c);
       return true;
@@ -684,6 +681,7 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
   PyObject* const names[] = {g_types.s_base,        g_types.s_shape,   g_types.s_strides,
                              g_types.s_block_shape, g_types.s_padding, g_types.s_tf32};
   PyObject* found[std::size(names)] = {};
+  pyb::object hold_found[std::size(names)];  // held while Python code may change the dict
   if (dict != nullptr) {
     Py_ssize_t pos = 0;
     PyObject *key = nullptr, *value = nullptr;
@@ -692,18 +690,32 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
         if (key == names[i]) found[i] = value;
       }
     }
+    for (size_t i = 0; i < std::size(names); ++i) {
+      hold_found[i] = pyb::reinterpret_borrow<pyb::object>(found[i]);
+    }
   }
   // Whether every field read came from the dict (or is on neither the dict nor the class): the
   // slot may then remember o.
   bool from_dict = dict != nullptr;
+  PyTypeObject* const type = Py_TYPE(o);
   auto field = [&](Field i) -> PyObject* {  // names[i]'s value: a new reference, or null
-    if (found[i] == nullptr) {
-      PyObject* v = dataclass_attr(o, names[i], dict != nullptr);
-      from_dict = from_dict && v == nullptr;
+    PyObject* v = found[i];
+    if (v != nullptr) {
+      Py_INCREF(v);
       return v;
     }
-    Py_INCREF(found[i]);
-    return found[i];
+    // Not under its interned name. Where the class has no such attribute and no hook for
+    // missing ones, only the dict can hold it (under a key made another way), without calling
+    // anything; else as an attribute.
+    if (dict != nullptr && type->tp_getattro == PyObject_GenericGetAttr &&
+        _PyType_Lookup(type, names[i]) == nullptr) {
+      v = dict_get(dict, names[i]);
+      Py_XINCREF(v);
+      return v;
+    }
+    v = optional_attr(o, names[i]);
+    from_dict = from_dict && v == nullptr;
+    return v;
   };
   PyObject* base = field(kBase);
   if (base == nullptr) {
@@ -740,10 +752,11 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
                       "or block_shape");
       return false;
     }
-    // Tuples hold their items for good; a block_shape list is read again at each launch.
+    // A tuple of ints holds its values for good; a block_shape list is read again at each
+    // launch.
     if (which == kBlockShape && PyList_CheckExact(seq)) {
       block_list = seq;
-    } else if (!PyTuple_Check(seq)) {
+    } else if (!PyTuple_Check(seq) || !exact_ints(seq)) {
       from_dict = false;
     }
     const bool ok = read_dims(seq, dims, rank);
@@ -752,6 +765,7 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
   }
   Padding padding = Padding::kZero;
   if (PyObject* p = field(kPadding)) {
+    from_dict = from_dict && PyUnicode_CheckExact(p);
     padding = p == g_types.s_nan || (PyUnicode_Check(p) && p != g_types.s_zero &&
                                      PyUnicode_CompareWithASCIIString(p, "nan") == 0)
                   ? Padding::kNan
@@ -760,6 +774,7 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
   }
   bool tf32 = false;
   if (PyObject* r = field(kTf32)) {  // Triton 3.7 and later
+    from_dict = from_dict && PyBool_Check(r);
     const int truth = PyObject_IsTrue(r);
     Py_DECREF(r);
     if (truth < 0) return false;
@@ -1180,16 +1195,16 @@ bool program_grid(const GridCall& gc, const ArgValue* vals, size_t np, Grid* out
       }
     }
   }
+  // What the memo knows is copied before anything that could run Python code (a lookup whose
+  // key compares with a non-str one) and let another thread change the memo.
+  ArgValue frees[kMaxGridFree];
+  if (known) std::copy(names.frees, names.frees + nfree, frees);
   for (const py::GridProgram::Callee& c : gp.callees) {
     if (known && c.root.cell < 0) continue;
     if (!same_callee(gc.fn, c, record)) return false;
   }
-  ArgValue frees[kMaxGridFree];
   for (size_t j = 0; j < nfree; ++j) {
-    if (known && gp.free[j].cell < 0) {
-      frees[j] = names.frees[j];
-      continue;
-    }
+    if (known && gp.free[j].cell < 0) continue;
     PyObject* v = free_value(gc.fn, gp.free[j], record);
     if (v == nullptr || !plain_scalar(v) || !py::scalar_from_python(v, frees[j])) {
       PyErr_Clear();
