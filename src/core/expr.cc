@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -253,8 +252,6 @@ Value boolean(bool b) {
   v.i = b ? 1 : 0;
   return v;
 }
-bool fits_int64(i128 v) { return v >= INT64_MIN && v <= INT64_MAX; }
-
 Value integer(i128 i) {
   Value v;
   v.kind = Kind::kInt;
@@ -373,17 +370,7 @@ struct Eval {
   bool int_divmod(i128 a, i128 b, i128* q, i128* m, const char* what) {
     if (b == 0) return fail(Fault::kZeroDivision, std::string("integer ") + what + " by zero");
     if (a == kI128Min && b == -1) return fail(Fault::kUnmodelled, "an int beyond 128 bits");
-    i128 qq, mm;
-    if (fits_int64(a) && fits_int64(b) && !(a == INT64_MIN && b == -1)) {
-      // One 64-bit division where both fit (the common case: sizes and block sizes), not two
-      // 128-bit library calls.
-      const int64_t x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
-      qq = x / y;
-      mm = x % y;
-    } else {
-      qq = a / b;
-      mm = a % b;
-    }
+    i128 qq = a / b, mm = a % b;
     if (mm != 0 && ((mm < 0) != (b < 0))) {
       mm += b;
       qq -= 1;

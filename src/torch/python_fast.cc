@@ -285,19 +285,37 @@ struct GridMemo {
   int64_t dims[3];
 };
 
+constexpr size_t kMaxNameDicts = 8;
+constexpr size_t kMaxGridFree = 8;
+// The dicts a lookup of names read, each with its stamp (a NameMemo's, or a lookup's now).
+struct DictsRead {
+  size_t n = 0;
+  bool overflow = false;  // more than kMaxNameDicts
+  PyObject* dicts[kMaxNameDicts];
+  uint64_t stamps[kMaxNameDicts];
+
+  void add(PyObject* d) {
+    for (size_t i = 0; i < n; ++i) {
+      if (dicts[i] == d) return;
+    }
+    if (n == kMaxNameDicts) {
+      overflow = true;
+      return;
+    }
+    dicts[n] = d;
+    stamps[n++] = dict_stamp(d);
+  }
+};
+
 // What the names of a grid program denoted at their last lookup from a grid function: the
 // dicts read (the function's globals and builtins first, then the dicts of modules a callee is
 // found in), each with its stamp then, and the values of the free names found in them. While
 // every stamp holds, and the function reads the same globals and builtins, each callee found
 // through them is still the function the program computes and each such free name still holds
 // the same object, of the same value; names in closure cells are read at each launch.
-constexpr size_t kMaxNameDicts = 8;
-constexpr size_t kMaxGridFree = 8;
 struct NameMemo {
   const py::GridProgram* program;  // null: nothing known
-  size_t ndicts;
-  PyObject* dicts[kMaxNameDicts];
-  uint64_t stamps[kMaxNameDicts];
+  DictsRead read;
   ArgValue frees[kMaxGridFree];  // the free names' values (used: those found in the dicts)
 };
 
@@ -548,17 +566,23 @@ struct Conversion {
   }
 };
 
-// Reads the tensor t of top-level argument `arg` as the value `out`, and adds it to the call's
+// Adds the defined tensor t of top-level argument `arg`, read as `v` on `device`, to the call's
 // tensors (c.unsupported when there are too many).
-inline void take_tensor(const at::Tensor& t, ArgValue& out, uint32_t arg, Conversion& c) {
-  const c10::Device device = fill_tensor(t, out);
-  if (!t.defined()) return;
+inline void add_tensor(const at::Tensor& t, const ArgValue& v, c10::Device device, uint32_t arg,
+                       Conversion& c) {
   if (C10_UNLIKELY(c.ntensors == kMaxTensors)) {
     c.unsupported = true;
     return;
   }
   c.tensors[c.ntensors++] = TensorRef{&t, arg};
-  c.place.add(out.dtype, device);
+  c.place.add(v.dtype, device);
+}
+
+// Reads the tensor t of top-level argument `arg` as the value `out`, and adds it to the call's
+// tensors.
+inline void take_tensor(const at::Tensor& t, ArgValue& out, uint32_t arg, Conversion& c) {
+  const c10::Device device = fill_tensor(t, out);
+  if (t.defined()) add_tensor(t, out, device, arg, c);
 }
 
 bool read_dims(PyObject* seq, int64_t* out, int& rank) {
@@ -606,8 +630,8 @@ void hold_descriptor(DescCache::Slot* slot, ArgValue& out, Conversion& c) {
 
 // The slot that remembers descriptor o, when o's instance dict `dict` and type are unchanged
 // since and what can change under its fields still equals the slot's descriptor: the base
-// tensor's data (address, dtype, memory) and the items of a block_shape list. Null otherwise,
-// with the call's tensors as they were.
+// tensor's data (address, dtype, memory) and the items of a block_shape list; its base is then
+// one of the call's tensors. Null otherwise.
 DescCache::Slot* remembered(DescCache& cache, PyObject* o, PyObject* dict, uint32_t arg,
                             Conversion& c) {
   const uint64_t stamp = dict_stamp(dict);
@@ -618,13 +642,11 @@ DescCache::Slot* remembered(DescCache& cache, PyObject* o, PyObject* dict, uint3
       continue;
     }
     const TensorDescriptor& d = *s.desc;
-    const size_t ntensors = c.ntensors;
-    const TensorPlace place = c.place;
-    const bool unsupported = c.unsupported;
+    const at::Tensor& t = THPVariable_Unpack(s.base);
     ArgValue v;
-    take_tensor(THPVariable_Unpack(s.base), v, arg, c);
+    const c10::Device device = fill_tensor(t, v);
     bool same = v.kind == ArgKind::kPointer && v.u == d.base() && v.dtype == d.dtype() &&
-                v.flags == TensorDescriptorAccess::arg_flags(d) && !c.unsupported;
+                v.flags == TensorDescriptorAccess::arg_flags(d);
     if (same && s.block_list != nullptr) {
       int64_t block[TensorDescriptor::kMaxRank];
       int rank = d.rank();
@@ -632,10 +654,10 @@ DescCache::Slot* remembered(DescCache& cache, PyObject* o, PyObject* dict, uint3
           read_dims(s.block_list, block, rank) && std::equal(block, block + rank, d.block_shape());
       if (!same && PyErr_Occurred()) PyErr_Clear();  // read again below, raising then
     }
-    if (same) return &s;
-    c.ntensors = ntensors;
-    c.place = place;
-    c.unsupported = unsupported;
+    if (same) {
+      add_tensor(t, v, device, arg, c);
+      return &s;
+    }
   }
   return nullptr;
 }
@@ -663,18 +685,17 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
   PyObject* dict = dict_ptr != nullptr && *dict_ptr != nullptr && PyDict_CheckExact(*dict_ptr)
                        ? *dict_ptr
                        : nullptr;
-  if (dict != nullptr && follow_dict(dict)) {
+  const bool followed = dict != nullptr && follow_dict(dict);
+  if (followed) {
     if (DescCache::Slot* s = remembered(cache, o, dict, arg, c)) {
       hold_descriptor(s, out, c);
       return true;
     }
   }
-  if (c.unsupported) return true;
   Py_XINCREF(dict);  // held while attributes run Python code
   const pyb::object hold_dict = pyb::reinterpret_steal<pyb::object>(dict);
   // The dict's stamp and the type's version before the fields are read: a change while they
   // are read (Python code an attribute runs) leaves o unremembered.
-  const bool followed = dict != nullptr && follow_dict(dict);
   const uint64_t stamp = followed ? dict_stamp(dict) : 0;
   const unsigned int type_version = Py_TYPE(o)->tp_version_tag;
   enum Field : size_t { kBase, kShape, kStrides, kBlockShape, kPadding, kTf32 };
@@ -1075,26 +1096,6 @@ bool plain_scalar(PyObject* o) {
   return o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o);
 }
 
-// The dicts a lookup of names read, each with its stamp (NameMemo).
-struct DictsRead {
-  size_t n = 0;
-  bool overflow = false;  // more than kMaxNameDicts
-  PyObject* dicts[kMaxNameDicts];
-  uint64_t stamps[kMaxNameDicts];
-
-  void add(PyObject* d) {
-    for (size_t i = 0; i < n; ++i) {
-      if (dicts[i] == d) return;
-    }
-    if (n == kMaxNameDicts) {
-      overflow = true;
-      return;
-    }
-    dicts[n] = d;
-    stamps[n++] = dict_stamp(d);
-  }
-};
-
 // The object `f` names for grid callable fn now (borrowed), or null (an empty cell, a name
 // defined nowhere, a namespace that is not a plain dict). The dicts it reads go to `read`
 // (unless null).
@@ -1130,12 +1131,13 @@ bool same_callee(PyObject* fn, const py::GridProgram::Callee& c, DictsRead* read
 // Whether m still says what the names of program gp denote for grid function fn.
 bool names_hold(const NameMemo& m, const py::GridProgram* gp, PyObject* fn) {
   const auto* func = reinterpret_cast<PyFunctionObject*>(fn);
-  if (m.program != gp || m.ndicts < 2 || m.dicts[0] != func->func_globals ||
-      m.dicts[1] != func->func_builtins) {
+  const DictsRead& r = m.read;
+  if (m.program != gp || r.n < 2 || r.dicts[0] != func->func_globals ||
+      r.dicts[1] != func->func_builtins) {
     return false;
   }
-  for (size_t i = 0; i < m.ndicts; ++i) {
-    if (dict_stamp(m.dicts[i]) != m.stamps[i]) return false;
+  for (size_t i = 0; i < r.n; ++i) {
+    if (dict_stamp(r.dicts[i]) != r.stamps[i]) return false;
   }
   return true;
 }
@@ -1213,9 +1215,7 @@ bool program_grid(const GridCall& gc, const ArgValue* vals, size_t np, Grid* out
   }
   if (!known) {
     names.program = read.overflow ? nullptr : &gp;
-    names.ndicts = read.n;
-    std::copy(read.dicts, read.dicts + read.n, names.dicts);
-    std::copy(read.stamps, read.stamps + read.n, names.stamps);
+    names.read = read;
     std::copy(frees, frees + nfree, names.frees);
   }
   // The values the program reads (parameters and free names), as the grid memo's keys.
