@@ -53,8 +53,8 @@ namespace triton_embed {
  *  checked whole before anything of it is used (its container, then every field and payload:
  *  docs/bundle_format.md, "What the loader guarantees"); BundleError says what is wrong with it
  *  (missing, truncated, corrupt, not a bundle, a newer format). Bundles stay loaded until the
- *  process ends. \c TRITON_EMBED_BUNDLE (paths separated by ':') loads files the same way
- *  on the first kernel load. */
+ *  process ends or unload_bundles(). \c TRITON_EMBED_BUNDLE (paths separated by ':') loads
+ *  files the same way on the first kernel load. */
 TRITON_EMBED_API void load_bundle(const std::string& path);
 
 /*! \brief Loads a bundle held in memory, e.g. embedded in the executable; \p data must stay
@@ -62,6 +62,30 @@ TRITON_EMBED_API void load_bundle(const std::string& path);
  *  errors. The CMake function \c triton_embed_embed_bundle(target file) embeds a bundle file
  *  and calls this before \c main(). */
 TRITON_EMBED_API void load_bundle_from_memory(const void* data, size_t size, std::string_view name);
+
+/*! \brief Unloads every loaded bundle (those of load_bundle(), load_bundle_from_memory(),
+ *  embedded ones and \c TRITON_EMBED_BUNDLE's, which is not read afterwards, even when this
+ *  runs before the first kernel load), and forgets what every kernel resolved: its cache
+ *  entries, heuristic results and tuned choices, whichever source they came from. Each
+ *  kernel's next launch asks again: the bundles loaded after this call, then, with the JIT
+ *  layer, Triton (whose disk cache keeps compiled kernels, and whose autotuner keeps the
+ *  configs it tuned). write_bundle() records only what is resolved after this call.
+ *
+ *  A kernel keeps what its first load gave it: its parameters, its layers (a heuristic's
+ *  expression) and, in a program without the JIT, the hash of its source. A bundle loaded
+ *  later serves it only with entries of that same kernel source (a bundle of a changed kernel
+ *  serves nothing for it: NotInBundleError). What was loaded on the GPU stays loaded, and each
+ *  forgotten entry stays allocated, until the process ends: a launch in flight on another
+ *  thread, a prepared launch and a captured CUDA graph keep what they resolved. Nothing
+ *  resolved before or while this runs is kept: such a launch is served once, and the next one
+ *  asks again.
+ *
+ *  \code
+ *  // A server switching to another build of the same kernels without restarting.
+ *  triton_embed::unload_bundles();
+ *  triton_embed::load_bundle("kernels-sm100.teb");
+ *  \endcode */
+TRITON_EMBED_API void unload_bundles();
 
 /*! \brief Writes the kernels this process compiled (or loaded from bundles) to the bundle
  *  file \p path, atomically (a file that exists is replaced whole, or left as it was).

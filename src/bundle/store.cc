@@ -35,7 +35,9 @@ namespace {
 
 struct Store {
   std::mutex mu;
-  std::deque<Bundle> bundles;  // never removed: entries and states point into them
+  // In load order. What the runtime takes from a bundle is a copy (entries, parameter tables,
+  // decisions): nothing points into one once the store's lock is released.
+  std::deque<Bundle> bundles;
   bool env_loaded = false;
   // How many of the bundles (in load order) have put their decisions into a kernel's
   // heuristic memos, and into an autotune layer's memo for a target: a bundle loaded later
@@ -337,6 +339,18 @@ void add(Bundle b) {
   Store& s = store();
   std::lock_guard<std::mutex> lock(s.mu);
   s.bundles.push_back(std::move(b));
+}
+
+void unload_all() {
+  // Under the store's lock throughout: no bundle is loaded, and no decision handed over, while
+  // the runtime forgets (src/core/registry.cc takes only the locks of the tables it clears).
+  Store& s = store();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.env_loaded = true;  // TRITON_EMBED_BUNDLE's files are unloaded too, not loaded again
+  s.bundles.clear();
+  s.heuristics_applied.clear();
+  s.choices_applied.clear();
+  forget_resolved_kernels();
 }
 
 void load_from_environment() {
@@ -928,12 +942,16 @@ class BundleSource final : public KernelSource {
     return nearest(k, options, key, leaves);
   }
   // Heuristic results serve programs without the JIT layer only: the bundles loaded since the
-  // last call hand theirs over.
-  bool known_heuristics(KernelState& k, std::vector<HeuristicRecord>& out) override {
+  // last call hand theirs over (none to a caller whose epoch passed: unload_all and this run
+  // under the store's lock, so a bundle's records are handed over once to a caller that keeps
+  // them, or again after an unload).
+  bool known_heuristics(KernelState& k, uint64_t epoch,
+                        std::vector<HeuristicRecord>& out) override {
     if (jit_linked()) return false;
     load_from_environment();
     Store& s = store();
     std::lock_guard<std::mutex> lock(s.mu);
+    if (!still_current(epoch)) return true;
     each_new_kernel(s, s.heuristics_applied[&k], k,
                     [&](const Bundle& b, const ContentsView& c, uint32_t i) {
                       decode_heuristics(c, i, k, where(b, c.kernels[i]), out);
@@ -952,7 +970,7 @@ class BundleSource final : public KernelSource {
   // Choices for `target`, from the bundles loaded since the last call for it. The JIT layer
   // takes them only for the very kernel and configs they were tuned from, and tunes configs
   // whose pre_hook only Python runs itself (it must run the hook).
-  bool known_choices(KernelState& k, size_t layer, uint32_t target,
+  bool known_choices(KernelState& k, size_t layer, uint32_t target, uint64_t epoch,
                      std::vector<ChoiceRecord>& out) override {
     load_from_environment();
     const bool jit = jit_linked();
@@ -960,6 +978,7 @@ class BundleSource final : public KernelSource {
     const TuneLayer* t = k.layers[layer]->tune.get();
     Store& s = store();
     std::lock_guard<std::mutex> lock(s.mu);
+    if (!still_current(epoch)) return true;  // as known_heuristics
     each_new_kernel(s, s.choices_applied[{t, target}], k,
                     [&](const Bundle& b, const ContentsView& c, uint32_t i) {
                       const KernelView& kv = c.kernels[i];
@@ -1167,6 +1186,8 @@ void load_bundle(const std::string& path) {
 void load_bundle_from_memory(const void* data, size_t size, std::string_view name) {
   detail::bundle::add(detail::bundle::Bundle::from_memory(data, size, std::string(name)));
 }
+
+void unload_bundles() { detail::bundle::unload_all(); }
 
 void write_bundle(const std::string& path) {
   detail::bundle::write_file(detail::bundle::record(), path);

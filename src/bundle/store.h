@@ -18,8 +18,12 @@ namespace triton_embed::detail::bundle {
 // cannot be read is a BundleError (nothing of it is loaded).
 void load_from_environment();
 
-// Adds an opened bundle to the process's (kept until the process ends: entries point into it).
+// Adds an opened bundle to the process's.
 void add(Bundle b);
+
+// Unloads every bundle (TRITON_EMBED_BUNDLE's, embedded ones and those load_bundle() added),
+// then has the runtime forget what every kernel resolved (core/registry.h).
+void unload_all();
 
 // The loaded bundles are the runtime's first kernel source (core/source.h), registered when
 // the runtime's library is loaded (src/bundle/store.cc): a kernel's parameter table and layers

@@ -25,7 +25,8 @@ void EntryTable::insert(Entry* e) {
       Entry* old = s->slots[i].load(std::memory_order_relaxed);
       if (old == nullptr) continue;
       size_t j = old->hash & bigger->mask;
-      while (bigger->slots[j].load(std::memory_order_relaxed) != nullptr) j = (j + 1) & bigger->mask;
+      while (bigger->slots[j].load(std::memory_order_relaxed) != nullptr)
+        j = (j + 1) & bigger->mask;
       bigger->slots[j].store(old, std::memory_order_relaxed);
     }
     all_.push_back(std::move(bigger));
@@ -36,6 +37,12 @@ void EntryTable::insert(Entry* e) {
   while (s->slots[j].load(std::memory_order_relaxed) != nullptr) j = (j + 1) & s->mask;
   s->slots[j].store(e, std::memory_order_release);
   ++count_;
+}
+
+void EntryTable::clear() {
+  all_.push_back(make_slots(16));
+  current_.store(all_.back().get(), std::memory_order_release);
+  count_ = 0;
 }
 
 }  // namespace triton_embed::detail

@@ -6,7 +6,9 @@
 // argument leaf: type code, specialisation bits, constexpr values). Lookups read a
 // lock-free open-addressing table (acquire loads only); inserts take the cache mutex and
 // publish with release stores; grown tables are kept alive, so a reader never sees freed
-// memory. Entries are never removed.
+// memory. Entries are never freed: unloading bundles (core/registry.h) empties the table and
+// retires its entries, which launches still in flight, prepared launches and CUDA graphs may
+// hold.
 
 #include <atomic>
 #include <cstddef>
@@ -142,6 +144,9 @@ class EntryTable {
   }
   // Caller holds the cache mutex.
   void insert(Entry* e);
+  // Forgets every entry: readers find none from now on (the tables they may be reading stay
+  // allocated). Caller holds the cache mutex.
+  void clear();
   size_t size() const noexcept { return count_; }
 
  private:
@@ -157,9 +162,10 @@ class EntryTable {
 
 struct Cache {
   EntryTable table;
-  std::mutex mu;  // guards inserts, entries and building
-  std::vector<std::unique_ptr<Entry>> entries;
-  OncePerKey building;  // keys being compiled (or read from a bundle)
+  std::mutex mu;                                // guards inserts, entries and building
+  std::vector<std::unique_ptr<Entry>> entries;  // those the table holds
+  std::vector<std::unique_ptr<Entry>> retired;  // forgotten (clear()), kept alive
+  OncePerKey building;                          // keys being compiled (or read from a bundle)
 };
 
 }  // namespace triton_embed::detail

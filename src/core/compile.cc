@@ -55,8 +55,14 @@ class EntryBuild final : public OncePerKey::Build {
     }
     throw_not_in_bundle(k_, opts_, key_, leaves_);
   }
-  void* publish() override {
+  void* publish(bool keep) override {
     Entry* raw = entry_.get();
+    if (!keep) {
+      // The kernel's resolutions were forgotten meanwhile (bundles unloaded): its callers get
+      // the entry, the cache does not keep it.
+      k_.cache.retired.push_back(std::move(entry_));
+      return raw;
+    }
     k_.cache.entries.push_back(std::move(entry_));  // owned before it is published
     try {
       k_.cache.table.insert(raw);  // may grow the table; nothing is published if it throws

@@ -293,8 +293,8 @@ namespace {
 // The target of a call's keys: the explicit one, else (a launch in ctx) its device's. A
 // capturing site (no ctx) needs the explicit one.
 inline uint32_t site_target(const KernelState& k, const cuda::ContextInfo* ctx) {
+  if (TE_LIKELY(ctx != nullptr)) return launch_target_code(ctx->arch);
   const uint32_t forced = explicit_target_code();
-  if (TE_LIKELY(ctx != nullptr)) return forced != 0 ? forced : target_code(ctx->arch, 32);
   if (TE_UNLIKELY(forced == 0)) throw_no_target(k);
   return forced;
 }
@@ -418,9 +418,8 @@ const CompiledKernel& prepare_kernel(KernelState* kernel, const InternedOptions*
                                      const ArgValue* args, size_t nargs) {
   KernelState& k = *kernel;
   const cuda::ContextInfo& ctx = cuda::current_context();
-  const uint32_t forced = explicit_target_code();
   Bound b;
-  bind(k, options, args, nargs, forced != 0 ? forced : target_code(ctx.arch, 32), b);
+  bind(k, options, args, nargs, launch_target_code(ctx.arch), b);
   Entry* e = find_or_compile(k, options, b);
   if (e->function_for(ctx.ctx) == nullptr) load_function(k, *e, ctx);
   return *e->kernel;

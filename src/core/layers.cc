@@ -13,6 +13,7 @@
 #include "core/bind.h"
 #include "core/compile.h"
 #include "core/kernel_state.h"
+#include "core/registry.h"
 #include "core/source.h"
 #include "core/specialize.h"
 #include "core/target.h"
@@ -348,6 +349,7 @@ struct Walk {
   static constexpr uint32_t kMaxChosen = 4;
   std::pair<uint32_t, const Choice*> chosen[kMaxChosen];
   uint32_t num_chosen = 0;
+  uint64_t epoch = resolved_epoch();  // the memo of whole calls keeps what it resolved until then
 };
 
 // The call's observer, when the frame is a launch whose call has one.
@@ -792,6 +794,7 @@ void remember_call(KernelState& k, const InternedOptions* options, const CallArg
   KernelState& inner = inner_of(&k);
   CallMemo& m = *k.call_memo;
   std::lock_guard<std::mutex> lock(m.mu);
+  if (!still_current(w.epoch)) return;  // forgotten while it walked (bundles unloaded)
   CallPlan cp;
   cp.epoch = m.epoch.load(std::memory_order_acquire);
   for (const auto& layer : k.layers) {
@@ -943,7 +946,7 @@ void note_heuristic(Heuristic& h, const Frame& f, const ArgValue& value) {
 }
 
 void note_choice(TuneLayer& t, const Frame& f, const MemoKey& key, uint32_t target,
-                 const Choice* choice) {
+                 const Choice* choice, uint64_t epoch) {
   if (target == 0 || key.overflow || choice == nullptr) return;
   for (int p : t.key_params) {
     if (p >= 0 && f.given[p] != kAbsent && !replayable(f.vals[p])) return;
@@ -953,7 +956,7 @@ void note_choice(TuneLayer& t, const Frame& f, const MemoKey& key, uint32_t targ
   words.push_back(target);
   words.insert(words.end(), key.w, key.w + key.n);
   std::lock_guard<std::mutex> lock(t.mu);
-  if (t.recorded.size() >= kMaxDecisions) return;
+  if (t.recorded.size() >= kMaxDecisions || !still_current(epoch)) return;
   t.recorded.emplace(std::move(words), choice);
 }
 
@@ -1057,12 +1060,11 @@ void launch_call_at(KernelState* kernel, const InternedOptions* options, const L
   uint32_t target = 0;
   const cuda::ContextInfo* ctx = nullptr;
   if (call.nnamed == 0 && kernel->call_memo) {
-    const uint32_t forced = explicit_target_code();
     if (site.capture != nullptr) {
-      target = forced;
+      target = explicit_target_code();
     } else if (cuda::api().ok) {
       ctx = &cuda::current_context();
-      target = forced != 0 ? forced : target_code(ctx->arch, 32);
+      target = launch_target_code(ctx->arch);
     }
   }
   if (target != 0) {

@@ -10,7 +10,6 @@
 // run Python (src/python/layers.cc). The inner kernel then launches as any other.
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -315,10 +314,11 @@ struct HookedBlock {
 
 // Notes a slow path's result for recording into a bundle (Heuristic::recorded,
 // TuneLayer::recorded): what eval_heuristic returned for the frame, and what tune chose for
-// `key` when tuning for `target` (0: unknown, not noted).
+// `key` when tuning for `target` (0: unknown, not noted), unless the resolutions were
+// forgotten since `epoch` (core/registry.h).
 void note_heuristic(Heuristic& h, const Frame& f, const ArgValue& value);
 void note_choice(TuneLayer& t, const Frame& f, const MemoKey& key, uint32_t target,
-                 const Choice* choice);
+                 const Choice* choice, uint64_t epoch);
 
 // The memo key of a heuristic: exactly what its plan says it read.
 TE_INTERNAL_API void heuristic_memo_key(const HeuristicPlan& plan, const Frame& f, MemoKey& key);

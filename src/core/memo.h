@@ -5,7 +5,8 @@
 // that sees the slot change under it treats it as a miss and takes the slow path, which
 // looks again under the owner's mutex). Writes hold the owner's mutex. The table never
 // grows: when a key's probe window is full, a slot of it is reused in turn, so memory is
-// fixed and a forgotten key costs one slow path (which asks Python again).
+// fixed and a forgotten key costs one slow path (which asks Python again). clear() forgets
+// every key at once (bundles unloaded: core/registry.h).
 
 #include <atomic>
 #include <cstddef>
@@ -45,9 +46,10 @@ class MemoTable {
     for (uint32_t p = 0; p < kProbe; ++p) {
       const Slot& s = slots_[(h + p) & mask_];
       const uint32_t seq = s.seq.load(std::memory_order_acquire);
-      if (seq == 0) return false;  // never written: the key's window ends here
+      if (seq == 0) return false;     // never written: the key's window ends here
       if ((seq & 1u) != 0) continue;  // being written
-      if (s.hash.load(std::memory_order_relaxed) != h || s.n.load(std::memory_order_relaxed) != key.n) {
+      if (s.hash.load(std::memory_order_relaxed) != h ||
+          s.n.load(std::memory_order_relaxed) != key.n) {
         continue;
       }
       bool same = true;
@@ -72,7 +74,7 @@ class MemoTable {
     for (uint32_t p = 0; p < kProbe && target == nullptr; ++p) {
       Slot& s = slots_[(h + p) & mask_];
       const uint32_t seq = s.seq.load(std::memory_order_relaxed);
-      if (seq == 0) {
+      if (seq == 0 || s.n.load(std::memory_order_relaxed) == kCleared) {
         target = &s;
       } else if (s.hash.load(std::memory_order_relaxed) == h &&
                  s.n.load(std::memory_order_relaxed) == key.n) {
@@ -96,7 +98,22 @@ class MemoTable {
     s.seq.store(seq + 2, std::memory_order_release);
   }
 
+  // Forgets every key. The caller holds the owner's mutex. A slot keeps its sequence number
+  // (a reader that read it before sees it change) and holds a length no key has.
+  void clear() noexcept {
+    for (uint32_t i = 0; i <= mask_; ++i) {
+      Slot& s = slots_[i];
+      const uint32_t seq = s.seq.load(std::memory_order_relaxed);
+      if (seq == 0) continue;
+      s.seq.store(seq + 1, std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_release);
+      s.n.store(kCleared, std::memory_order_relaxed);
+      s.seq.store(seq + 2, std::memory_order_release);
+    }
+  }
+
  private:
+  static constexpr uint32_t kCleared = ~0u;  // a forgotten slot's length (no key is this long)
   struct Slot {
     std::atomic<uint32_t> seq{0};  // even: stable; odd: being written; 0: never written
     std::atomic<uint32_t> n{0};

@@ -6,12 +6,13 @@
 #include <exception>
 
 #include "base/errors.h"
+#include "core/registry.h"
 #include "core/source.h"
 
 namespace triton_embed::detail {
 
 struct OncePerKey::Pending {
-  uint64_t head = 0, hash = 0;
+  uint64_t head = 0, hash = 0, epoch = 0;
   std::vector<uint64_t> words;
   bool done = false;
   int waiters = 0;
@@ -28,12 +29,13 @@ struct OncePerKey::Pending {
 void* OncePerKey::get(std::mutex& mu, uint64_t head, const uint64_t* words, uint32_t n,
                       uint64_t hash, Build& build, bool shared) {
   ReleaseGil no_gil;  // never wait on our mutex holding the GIL
+  const uint64_t epoch = resolved_epoch();
   std::shared_ptr<Pending> mine;
   if (shared) {
     std::unique_lock<std::mutex> lock(mu);
     if (void* r = build.find()) return r;
     for (const auto& p : pending_) {
-      if (p->matches(head, words, n, hash)) {
+      if (p->epoch == epoch && p->matches(head, words, n, hash)) {
         std::shared_ptr<Pending> other = p;
         ++other->waiters;
         other->cv.wait(lock, [&] { return other->done; });
@@ -45,6 +47,7 @@ void* OncePerKey::get(std::mutex& mu, uint64_t head, const uint64_t* words, uint
     mine = std::make_shared<Pending>();
     mine->head = head;
     mine->hash = hash;
+    mine->epoch = epoch;
     mine->words.assign(words, words + n);
     pending_.push_back(mine);
   }
@@ -60,7 +63,7 @@ void* OncePerKey::get(std::mutex& mu, uint64_t head, const uint64_t* words, uint
   void* result = nullptr;
   if (!error) {
     try {
-      result = build.publish();
+      result = build.publish(still_current(epoch));
     } catch (...) {
       error = std::current_exception();
     }

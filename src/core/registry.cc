@@ -1,5 +1,6 @@
 #include "core/registry.h"
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,6 +50,50 @@ void for_each_kernel(const std::function<void(KernelState&)>& f) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   for (auto& [key, k] : r.kernels) f(*k);
+}
+
+namespace {
+
+std::atomic<uint64_t> g_resolved_epoch{0};
+
+void forget_resolved(KernelState& k) {
+  {
+    std::lock_guard<std::mutex> lock(k.cache.mu);
+    k.cache.table.clear();
+    for (auto& e : k.cache.entries) k.cache.retired.push_back(std::move(e));
+    k.cache.entries.clear();
+  }
+  for (const auto& layer : k.layers) {
+    for (const auto& h : layer->heuristics) {
+      std::lock_guard<std::mutex> lock(h->mu);
+      if (HeuristicPlan* plan = h->plan.load(std::memory_order_relaxed)) plan->memo.clear();
+      h->plan.store(nullptr, std::memory_order_release);  // the next source's records make it
+      h->recorded.clear();
+      h->recorded_plan = nullptr;
+    }
+    if (TuneLayer* t = layer->tune.get()) {
+      std::lock_guard<std::mutex> lock(t->mu);
+      t->memo.clear();
+      t->recorded.clear();
+    }
+  }
+  if (CallMemo* m = k.call_memo.get()) {
+    std::lock_guard<std::mutex> lock(m->mu);
+    m->table.clear();
+    invalidate_call_memo(m);
+  }
+}
+
+}  // namespace
+
+uint64_t resolved_epoch() noexcept { return g_resolved_epoch.load(std::memory_order_acquire); }
+
+void forget_resolved_kernels() {
+  g_resolved_epoch.fetch_add(1, std::memory_order_acq_rel);  // odd: nothing resolved now is kept
+  std::vector<KernelState*> all;  // states are never freed: forgotten outside the registry's lock
+  for_each_kernel([&](KernelState& k) { all.push_back(&k); });
+  for (KernelState* k : all) forget_resolved(*k);
+  g_resolved_epoch.fetch_add(1, std::memory_order_acq_rel);
 }
 
 std::string kernel_arg_where(const KernelState* kernel, size_t index) {

@@ -23,4 +23,21 @@ TE_INTERNAL_API KernelState* insert_kernel(const std::string& module, const std:
 // Calls f for every kernel state.
 TE_INTERNAL_API void for_each_kernel(const std::function<void(KernelState&)>& f);
 
+// Forgets what every kernel has resolved, so that each is asked of the kernel sources again
+// (the bundles were unloaded): the cache entries (retired, never freed), the heuristics' plans
+// and memoised results, the tuned choices' memo, the memo of whole calls, and what each would
+// record into a bundle. A kernel's parameters and layers stay. Callers serialise (the bundle
+// store's lock).
+void forget_resolved_kernels();
+
+// The resolutions' epoch: odd while forget_resolved_kernels() runs, and two more after each.
+// A slow path reads it before asking the sources, and keeps (publishes, memoises, records)
+// what they answered only while it is still_current(), checked under the lock the forgetting
+// takes for that table. So nothing resolved from a bundle before or while it is unloaded is
+// kept: a cache entry or a tuned choice still serves the one call that resolved it.
+TE_INTERNAL_API uint64_t resolved_epoch() noexcept;
+inline bool still_current(uint64_t epoch) noexcept {
+  return (epoch & 1) == 0 && resolved_epoch() == epoch;
+}
+
 }  // namespace triton_embed::detail

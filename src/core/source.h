@@ -74,14 +74,20 @@ class KernelSource {
 
   // Heuristic results this source holds for k and has not handed over yet (appended to
   // `out`); false when it holds none to look up (the runtime then asks eval_heuristic).
-  virtual bool known_heuristics(KernelState&, std::vector<HeuristicRecord>&) { return false; }
+  // `epoch`: the resolutions' epoch the caller read (core/registry.h); when it has passed,
+  // nothing is handed over (the caller would not keep it).
+  virtual bool known_heuristics(KernelState&, uint64_t /*epoch*/, std::vector<HeuristicRecord>&) {
+    return false;
+  }
   // Runs heuristic h on f; false when this source cannot.
   virtual bool eval_heuristic(KernelState&, const Heuristic&, const Frame&, HeuristicValue&) {
     return false;
   }
   // Tuned choices this source holds for autotune layer `layer` of k for `target` and has not
-  // handed over yet (appended to `out`); false when it holds none to look up.
-  virtual bool known_choices(KernelState&, size_t, uint32_t, std::vector<ChoiceRecord>&) {
+  // handed over yet (appended to `out`); false when it holds none to look up. `epoch`: as for
+  // known_heuristics.
+  virtual bool known_choices(KernelState&, size_t, uint32_t, uint64_t /*epoch*/,
+                             std::vector<ChoiceRecord>&) {
     return false;
   }
   // Tunes `key` (not yet published: once per key across threads); nullptr when it cannot.

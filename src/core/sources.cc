@@ -96,9 +96,11 @@ bool memo_value(const HeuristicPlan* plan, const Frame& f, ArgValue& out) {
 
 // A result a source holds for a key (a bundle's): made the heuristic's plan when it has none
 // (a key made under another plan means something else, and is left out); kept for recording.
-void publish_record(KernelState& k, HeuristicRecord& r) {
+// Nothing is kept when the resolutions were forgotten since `epoch` (core/registry.h).
+void publish_record(KernelState& k, HeuristicRecord& r, uint64_t epoch) {
   Heuristic& h = *k.layers[r.layer]->heuristics[r.heuristic];
   std::lock_guard<std::mutex> lock(h.mu);
+  if (!still_current(epoch)) return;
   HeuristicPlan* plan = h.plan.load(std::memory_order_relaxed);
   if (plan == nullptr) {
     h.plans.push_back(std::make_unique<HeuristicPlan>());
@@ -123,9 +125,12 @@ void publish_record(KernelState& k, HeuristicRecord& r) {
 }
 
 // What a source computed for f: the heuristic's plan grows by what it read (a new plan
-// invalidates the whole-call memo), and the value is memoised under it.
-void publish_heuristic(KernelState& k, Heuristic& h, const Frame& f, const HeuristicValue& r) {
+// invalidates the whole-call memo), and the value is memoised under it (unless the
+// resolutions were forgotten since `epoch`).
+void publish_heuristic(KernelState& k, Heuristic& h, const Frame& f, const HeuristicValue& r,
+                       uint64_t epoch) {
   std::lock_guard<std::mutex> lock(h.mu);
+  if (!still_current(epoch)) return;
   if (!r.memo) {
     h.never_memo = true;
     h.plan.store(nullptr, std::memory_order_release);
@@ -165,8 +170,10 @@ void publish_heuristic(KernelState& k, Heuristic& h, const Frame& f, const Heuri
   if (!covered) invalidate_call_memo(k.call_memo.get());
 }
 
-// A choice a source holds for a key (a bundle's), kept for recording. Caller holds t.mu.
-void publish_record(const KernelState& k, TuneLayer& t, ChoiceRecord& r) {
+// A choice a source holds for a key (a bundle's), kept for recording (unless the resolutions
+// were forgotten since `epoch`). Caller holds t.mu.
+void publish_record(const KernelState& k, TuneLayer& t, ChoiceRecord& r, uint64_t epoch) {
+  if (!still_current(epoch)) return;
   finish_choice(k, *r.choice);
   std::vector<uint64_t> words{r.target};
   words.insert(words.end(), r.key.w, r.key.w + r.key.n);
@@ -193,11 +200,12 @@ class TuneBuild final : public OncePerKey::Build {
       throw_needs_jit(k_, "the tuned configuration for this tuning key");
     }
   }
-  void* publish() override {
+  void* publish(bool keep) override {
     finish_choice(k_, *made_);
     Choice* raw = made_.get();
     t_.choices.push_back(std::move(made_));
-    if (!key_.overflow) {
+    // Not memoised when the resolutions were forgotten meanwhile: its callers get the choice.
+    if (!key_.overflow && keep) {
       const uint64_t v[2] = {static_cast<uint64_t>(reinterpret_cast<uintptr_t>(raw)), 0};
       t_.memo.insert(key_, hash_, v);
     }
@@ -275,6 +283,7 @@ bool heuristic_expression_value(KernelState& k, const Heuristic& h, const Frame&
 
 ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
   ArgValue out;
+  const uint64_t epoch = resolved_epoch();
   // With the JIT layer, the heuristic's expression when the user asked for expressions: no
   // Python. What the expression cannot compute (a fault, a value beyond what it models) goes
   // to Python, which gives its own result or raises its own exception.
@@ -282,20 +291,20 @@ ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
       heuristic_evaluation() == HeuristicEvaluation::kExpressions) {
     HeuristicValue v;
     if (heuristic_expression_value(k, h, f, v, /*raise_faults=*/false)) {
-      publish_heuristic(k, h, f, v);
+      publish_heuristic(k, h, f, v, epoch);
       note_heuristic(h, f, v.value);
       return v.value;
     }
   }
   const bool found = ask([&](KernelSource& s) {
     std::vector<HeuristicRecord> known;
-    if (s.known_heuristics(k, known)) {
-      for (HeuristicRecord& r : known) publish_record(k, r);
+    if (s.known_heuristics(k, epoch, known)) {
+      for (HeuristicRecord& r : known) publish_record(k, r, epoch);
       if (memo_value(h.plan.load(std::memory_order_acquire), f, out)) return true;
     }
     HeuristicValue v;
     if (!s.eval_heuristic(k, h, f, v)) return false;
-    publish_heuristic(k, h, f, v);
+    publish_heuristic(k, h, f, v, epoch);
     note_heuristic(h, f, v.value);
     out = v.value;
     return true;
@@ -310,12 +319,13 @@ const Choice* known_choice(KernelState& k, TuneLayer& t, const MemoKey& key, uin
   if (key.overflow) return nullptr;
   const uint32_t target = current_target_code();
   const size_t layer = layer_index(k, t);
+  const uint64_t epoch = resolved_epoch();
   const Choice* c = nullptr;
   ask([&](KernelSource& s) {
     std::vector<ChoiceRecord> known;
-    if (!s.known_choices(k, layer, target, known)) return false;
+    if (!s.known_choices(k, layer, target, epoch, known)) return false;
     std::lock_guard<std::mutex> lock(t.mu);
-    for (ChoiceRecord& r : known) publish_record(k, t, r);
+    for (ChoiceRecord& r : known) publish_record(k, t, r, epoch);
     return (c = memo_choice(t, key, hash)) != nullptr;
   });
   return c;
@@ -323,13 +333,14 @@ const Choice* known_choice(KernelState& k, TuneLayer& t, const MemoKey& key, uin
 
 const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key,
                    uint64_t hash) {
+  const uint64_t epoch = resolved_epoch();
   // The choices the sources hold (bundles') first.
   if (const Choice* c = known_choice(k, t, key, hash)) return c;
   TuneBuild build(k, t, f, key, hash);
   const auto* c =
       static_cast<const Choice*>(t.tuning.get(t.mu, 0, key.w, key.n, hash, build, !key.overflow));
   // The target it was tuned for; a choice a tuning rule gave this key is not noted.
-  note_choice(t, f, key, c->by_rule ? 0 : current_target_code(), c);
+  note_choice(t, f, key, c->by_rule ? 0 : current_target_code(), c, epoch);
   return c;
 }
 

@@ -116,7 +116,7 @@ std::string target_str(uint32_t code) {
 
 uint32_t current_target_code() {
   const uint32_t forced = explicit_target_code();
-  if (forced != 0 || !cuda::api().ok) return forced;
+  if (forced != 0 || !cuda::api().ok) return forced;  // no context is made for it
   return target_code(cuda::current_context().arch, 32);
 }
 

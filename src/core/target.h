@@ -31,6 +31,13 @@ inline uint32_t explicit_target_code() {
   return g_target.load(std::memory_order_relaxed);
 }
 
+// The target of a launch on a device of architecture `arch`: the explicit one when set, else
+// the device's. Inline: every launch computes it.
+inline uint32_t launch_target_code(int arch) {
+  const uint32_t forced = explicit_target_code();
+  return forced != 0 ? forced : target_code(arch, 32);
+}
+
 // The explicit target, else the current device's (making device 0's primary context current
 // when none is); 0 when neither is known (no explicit target, no usable driver). Slow paths.
 uint32_t current_target_code();

@@ -3,9 +3,9 @@
 // Tuning keys nobody tuned (issue 21): te_tune_kernels' rule_*_kernel, autotuned with fake
 // timings that depend on n (the best BLOCK is the config's nearest to n), recorded at a few n
 // with a tuning rule each, compile-only for cuda:90, by one process (test_bundle_jit's
-// BundleJit.RecordRules, CTest bundle_rules_record); a program with no Python resolves other
-// n by the rules (test_runtime_only's RuntimeOnlyRules, runtime_only_rules), or refuses them
-// with TRITON_EMBED_BUNDLE_STRICT=1 (runtime_only_rules_strict).
+// BundleJitRules.Record, CTest bundle_record); a program with no Python resolves other n by
+// the rules (test_runtime_only's RuntimeOnlyRules), or refuses them with
+// TRITON_EMBED_BUNDLE_STRICT=1 (runtime_only_strict).
 
 #include <triton_embed/jit.h>
 

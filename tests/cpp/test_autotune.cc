@@ -4,9 +4,11 @@
 // picks (with a benchmark function that returns known timings without launching).
 
 #include <triton_embed/allocator.h>
+#include <triton_embed/bundle.h>
 #include <triton_embed/jit.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -520,6 +522,53 @@ TEST_F(Autotune, ThreadsRacingOnOneHeuristicsKey) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(ok.load(), 400);
+}
+
+// unload_bundles() forgets what every kernel resolved (cache entries, heuristic and tuning
+// memos, the memo of whole calls) while other threads launch: each launch resolves to the
+// same kernel, from the memos or asked again.
+TEST_F(Autotune, ThreadsLaunchingWhileBundlesUnload) {
+  te::JitFunction heur("te_tune_kernels", "heur_kernel");
+  te::JitFunction tuned("te_tune_kernels", "fake_tuned_kernel");
+  auto heur_hash = [&] { return heur.compile(at<float>(0x10000), at<float>(0x20000), 777).hash(); };
+  auto tuned_hash = [&] {
+    return tuned.compile(at<float>(0x10000), at<float>(0x30000), 3000, "ACT"_a = "neg").hash();
+  };
+  // Positional dry runs: a hit of the memo of whole calls, the layers walked after a forget.
+  auto heur_memo_hash = [&] {
+    uint64_t slots[8] = {};
+    te::detail::testing::dry_run(heur, slots, at<float>(0x10000), at<float>(0x20000), 777);
+    const te::CompiledKernel* k = te::detail::testing::last_dry_run_kernel();
+    return k != nullptr ? k->hash() : std::string();
+  };
+  const std::string want_heur = heur_hash(), want_tuned = tuned_hash();
+  EXPECT_EQ(heur_memo_hash(), want_heur);
+  const long python = te::detail::testing::layer_python_calls();
+  std::atomic<bool> done{false};
+  std::atomic<int> ok{0}, runs{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      while (!done.load()) {
+        ok += heur_hash() == want_heur;
+        ok += tuned_hash() == want_tuned;
+        ok += heur_memo_hash() == want_heur;
+        runs += 3;
+      }
+    });
+  }
+  for (int i = 0; i < 20; ++i) {
+    te::unload_bundles();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  done = true;
+  for (auto& th : threads) th.join();
+  EXPECT_GT(runs.load(), 0);
+  EXPECT_EQ(ok.load(), runs.load());
+  // Forgotten, then asked again: the heuristic ran in Python again.
+  EXPECT_GT(te::detail::testing::layer_python_calls(), python);
+  EXPECT_EQ(heur_hash(), want_heur);
+  EXPECT_EQ(tuned_hash(), want_tuned);
 }
 
 // ---- autotune -------------------------------------------------------------------------------

@@ -199,7 +199,11 @@ TEST_F(BundleJit, RecordWritesWhatWasCompiled) {
 // Tuning rules travel with the tuned choices: each rule_*_kernel tuned at a few n (fake
 // timings: the best BLOCK is the config nearest n), with its rule declared, and the listing
 // shows the rules. Rules that do not parse, or name no key argument, are refused.
-class BundleJitRules : public BundleJit {};
+// It runs after the recording above, in its process: rules.teb holds what it resolves only.
+class BundleJitRules : public BundleJit {
+ protected:
+  static void SetUpTestSuite() { te::unload_bundles(); }
+};
 
 using te_test::message_of;
 
@@ -324,6 +328,48 @@ TEST_F(BundleJit, TunedChoicesFromABundleServeTheJit) {
   EXPECT_EQ(te::detail::testing::layer_python_calls(), python + 1);
 }
 
+// unload_bundles(): what the bundle served is forgotten, and the JIT resolves it again: Triton
+// compiles the kernel (the same hash) and Python tunes the key.
+TEST_F(BundleJit, UnloadedBundlesLeaveTheJitToResolveAgain) {
+  using namespace triton_embed::literals;
+  const std::map<std::string, std::string> expected = te_bundle::read_hashes();
+  const std::map<std::string, std::string> wrapped =
+      te_bundle::read_hashes(te_bundle::wrapped_hashes_path());
+  te::unload_bundles();
+  te::load_bundle(te_bundle::bundle_path());
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  const te::JitFunction k("te_tune_kernels", "fake_tuned_kernel");
+  const long compiles = te::detail::testing::compile_count();
+  const long python = te::detail::testing::layer_python_calls();
+  EXPECT_EQ(compile_call(add, "n_not_div16").hash(), expected.at("n_not_div16"));
+  EXPECT_EQ(te_bundle::compile_wrapped(k, "tuned_neg").hash(), wrapped.at("tuned_neg"));
+  EXPECT_EQ(te::detail::testing::compile_count(), compiles);  // from the bundle
+  EXPECT_EQ(te::detail::testing::layer_python_calls(), python);
+
+  te::unload_bundles();
+  EXPECT_EQ(k.tuning_result(te_bundle::kX, te_bundle::kOut, 4000, "ACT"_a = "neg"), nullptr);
+  EXPECT_EQ(compile_call(add, "n_not_div16").hash(), expected.at("n_not_div16"));
+  EXPECT_EQ(te::detail::testing::compile_count(), compiles + 1);
+  EXPECT_EQ(te_bundle::compile_wrapped(k, "tuned_neg").hash(), wrapped.at("tuned_neg"));
+  EXPECT_EQ(te::detail::testing::compile_count(), compiles + 2);
+  EXPECT_EQ(te::detail::testing::layer_python_calls(), python + 1);  // tuned in Python
+  const te::TuningResult* r =
+      k.tuning_result(te_bundle::kX, te_bundle::kOut, 4000, "ACT"_a = "neg");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->best.str,
+            te_test::str_of("__import__('te_tune_kernels').fake_tuned_kernel.configs[1]"));
+  // What a bundle written now holds: what was resolved since.
+  const std::string path = te_bundle::dir() + "/after_unload.teb";
+  te::write_bundle(path);
+  const tb::Bundle b = tb::Bundle::open(path);
+  std::multiset<std::string> entries;
+  for (const tb::EntryView& e : b.entries()) {
+    entries.insert(std::string(b.kernels()[e.kernel].name) + " " + std::string(e.meta.hash));
+  }
+  EXPECT_EQ(entries, (std::multiset<std::string>{"add_kernel " + expected.at("n_not_div16"),
+                                                 "fake_tuned_kernel " + wrapped.at("tuned_neg")}));
+}
+
 TEST_F(BundleJit, BundleErrorsSayWhichAndWhy) {
   try {
     te::load_bundle("/nonexistent/x.teb");
@@ -393,6 +439,8 @@ TEST(BundleCodec, ParameterTablesRoundTripWithDefaults) {
 
 class BundleAot : public ::testing::Test {
  protected:
+  // The JIT's own entries: none from the bundles the BundleJit suite loaded in this process.
+  static void SetUpTestSuite() { te::unload_bundles(); }
   void TearDown() override { te::set_target(std::nullopt); }
 };
 

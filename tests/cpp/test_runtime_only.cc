@@ -5,17 +5,21 @@
 #include <triton_embed/bundle.h>
 #include <triton_embed/jit.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
 #include "alloc_counter.h"
 #include "argument_error_cases.h"
+#include "bundle/decisions.h"
 #include "bundle/format.h"
 #include "bundle/store.h"
 #include "bundle_calls.h"
@@ -30,7 +34,28 @@ namespace {
 
 using te_test::message_of;
 
-TEST(RuntimeOnly, NotInBundleErrorIsALookupError) {
+// The bundle the suite running loaded (its notices and messages name it).
+std::string g_loaded;
+
+// Makes `paths` the process's loaded bundles: every suite of this file runs in one process
+// (CTest's test_runtime_only; the strict ones in runtime_only_strict), each with the bundles it
+// loads, and what an earlier suite's bundles resolved is forgotten. A kernel's parameters stay
+// from its first load; the first suite loads none, so that no kernel is known yet.
+void use_bundles(std::initializer_list<std::string> paths) {
+  te::unload_bundles();
+  g_loaded.clear();
+  for (const std::string& p : paths) {
+    te::load_bundle(p);
+    g_loaded = p;
+  }
+}
+
+class RuntimeOnly : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { use_bundles({}); }
+};
+
+TEST_F(RuntimeOnly, NotInBundleErrorIsALookupError) {
   static_assert(std::is_base_of_v<te::LookupError, te::NotInBundleError>);
   static_assert(std::is_base_of_v<te::Error, te::NotInBundleError>);
   const te::NotInBundleError e("x");
@@ -38,7 +63,7 @@ TEST(RuntimeOnly, NotInBundleErrorIsALookupError) {
   EXPECT_NE(dynamic_cast<const std::runtime_error*>(&e), nullptr);
 }
 
-TEST(RuntimeOnly, AKernelNoBundleHoldsRaisesNotInBundleError) {
+TEST_F(RuntimeOnly, AKernelNoBundleHoldsRaisesNotInBundleError) {
   const std::string message = message_of<te::NotInBundleError>(
       [] { te::JitFunction add("pykernels.vector", "add_kernel"); });
   EXPECT_EQ(message,
@@ -51,7 +76,7 @@ TEST(RuntimeOnly, AKernelNoBundleHoldsRaisesNotInBundleError) {
   EXPECT_THROW(te::JitFunction("m", "k"), te::Error);
 }
 
-TEST(RuntimeOnly, TargetsWork) {
+TEST_F(RuntimeOnly, TargetsWork) {
   te::set_target(te::Target::parse("cuda:90"));
   ASSERT_TRUE(te::explicit_target().has_value());
   EXPECT_EQ(te::explicit_target()->str(), "cuda:90");
@@ -60,12 +85,12 @@ TEST(RuntimeOnly, TargetsWork) {
   EXPECT_THROW(te::Target::parse("gpu"), te::ValueError);
 }
 
-TEST(RuntimeOnly, CudaAvailableNeverThrows) {
+TEST_F(RuntimeOnly, CudaAvailableNeverThrows) {
   const bool available = te::cuda_available();  // false without a driver or a GPU
   EXPECT_EQ(available, te::cuda_available());
 }
 
-TEST(RuntimeOnly, InitializeStartsNoPython) {
+TEST_F(RuntimeOnly, InitializeStartsNoPython) {
   te::initialize();  // nothing to do
   te::RuntimeOptions opts;
   opts.target = te::Target::parse("sm_80");
@@ -88,7 +113,7 @@ TEST(RuntimeOnly, InitializeStartsNoPython) {
   while (std::getline(maps, line)) EXPECT_EQ(line.find("libpython"), std::string::npos) << line;
 }
 
-TEST(RuntimeOnly, PythonOptionsRaiseNotSupportedError) {
+TEST_F(RuntimeOnly, PythonOptionsRaiseNotSupportedError) {
   te::RuntimeOptions paths;
   paths.python_paths.push_back("/opt/kernels");
   paths.target = te::Target::parse("cuda:90");
@@ -113,10 +138,12 @@ TEST(RuntimeOnly, PythonOptionsRaiseNotSupportedError) {
             "modules");
 }
 
-// With the bundle bundle_record wrote (TRITON_EMBED_BUNDLE; CTest runs these as
-// runtime_only_bundle, the rest of this file without a bundle).
+// With the bundle bundle_record wrote (test_runtime_only_embedded: the copy it embeds).
 class RuntimeOnlyBundle : public ::testing::Test {
  protected:
+#ifndef TE_EMBEDDED_BUNDLE
+  static void SetUpTestSuite() { use_bundles({te_bundle::bundle_path()}); }
+#endif
   void SetUp() override { te::set_target(te::Target::parse("cuda:90")); }
   void TearDown() override { te::set_target(std::nullopt); }
 };
@@ -314,9 +341,12 @@ TEST_F(RuntimeOnlyBundle, ArgumentErrorsComeBeforeTheBundlesDecisions) {
   EXPECT_EQ(heur.compile(te_arg_errors::kX, te_arg_errors::kOut, 1000, "neg").target(), "cuda:90");
 }
 
-// ptx80.teb (bundle_record) holds one cuda:80 entry, with its PTX for plain sm_80. CTest runs
-// this as runtime_only_ptx, with no other bundle.
-class RuntimeOnlyPtx : public RuntimeOnlyBundle {};
+// ptx80.teb (bundle_record) holds one cuda:80 entry, with its PTX for plain sm_80; no other
+// bundle is loaded.
+class RuntimeOnlyPtx : public RuntimeOnlyBundle {
+ protected:
+  static void SetUpTestSuite() { use_bundles({te_bundle::dir() + "/ptx80.teb"}); }
+};
 
 TEST_F(RuntimeOnlyPtx, PtxOfAnOlderTargetServesANewerGpu) {
   // Asked for cuda:86, the loader gives the cuda:80 entry's PTX (which the driver compiles
@@ -324,7 +354,6 @@ TEST_F(RuntimeOnlyPtx, PtxOfAnOlderTargetServesANewerGpu) {
   const std::map<std::string, std::string> expected =
       te_bundle::read_hashes(te_bundle::dir() + "/ptx80_hash.txt");
   ASSERT_EQ(expected.size(), 1u);
-  te::load_bundle(te_bundle::dir() + "/ptx80.teb");
   te::set_target(te::Target::parse("cuda:86"));
   const te::JitFunction add("pykernels.vector", "add_kernel");
   ::testing::internal::CaptureStderr();
@@ -364,11 +393,153 @@ TEST_F(RuntimeOnlyPtx, PtxOfAnOlderTargetServesANewerGpu) {
   EXPECT_THROW(te_bundle::compile_call(add, "fp16_unaligned"), te::NotInBundleError);
 }
 
+// unload_bundles(): what the bundles served is forgotten (the cache entries, the heuristics'
+// results and tuned choices, the memo of whole calls), so each launch asks the bundles loaded
+// after it; write_bundle() records only what was resolved since.
+class RuntimeOnlyUnload : public RuntimeOnlyBundle {
+ protected:
+  static void SetUpTestSuite() { use_bundles({te_bundle::bundle_path()}); }
+};
+
+TEST_F(RuntimeOnlyUnload, UnloadedBundlesServeNothingUntilOneIsLoadedAgain) {
+  using te::detail::testing::call_memo_hits;
+  using te::detail::testing::dry_run;
+  const std::map<std::string, std::string> expected = te_bundle::read_hashes();
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  const te::JitFunction tuned("te_tune_kernels", "fake_tuned_heur_kernel");
+  uint64_t slots[8] = {};
+  auto resolve = [&] {
+    EXPECT_EQ(te_bundle::compile_call(add, "aligned").hash(), expected.at("aligned"));
+    // A miss (3 values packed), then a hit of the memo of whole calls.
+    EXPECT_EQ(dry_run(tuned, slots, te_bundle::kX, te_bundle::kOut, 1000), -4);
+    EXPECT_EQ(dry_run(tuned, slots, te_bundle::kX, te_bundle::kOut, 1000), 3);
+    const te::TuningResult* r = tuned.tuning_result(te_bundle::kX, te_bundle::kOut, 1000);
+    return r != nullptr ? r->best.str : std::string("(not tuned)");
+  };
+  const uint64_t hits = call_memo_hits();
+  const std::string best = resolve();
+  EXPECT_EQ(call_memo_hits(), hits + 1);
+
+  te::unload_bundles();
+  const std::string m =
+      message_of<te::NotInBundleError>([&] { te_bundle::compile_call(add, "aligned"); });
+  EXPECT_NE(m.find(" is in no kernel bundle (no kernel bundle is loaded (TRITON_EMBED_BUNDLE, "
+                   "load_bundle()))"),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(tuned.tuning_result(te_bundle::kX, te_bundle::kOut, 1000), nullptr);
+  EXPECT_THROW(dry_run(tuned, slots, te_bundle::kX, te_bundle::kOut, 1000), te::NotInBundleError);
+  EXPECT_EQ(call_memo_hits(), hits + 1);  // the memoised call is gone too
+  const std::string empty = te_bundle::dir() + "/unloaded.teb";
+  te::write_bundle(empty);
+  EXPECT_TRUE(te::detail::bundle::Bundle::open(empty).entries().empty());
+  EXPECT_TRUE(te::detail::bundle::Bundle::open(empty).records().empty());
+
+  // Loaded again, it serves again: the same kernels and choice.
+  te::load_bundle(te_bundle::bundle_path());
+  EXPECT_EQ(resolve(), best);
+  EXPECT_EQ(call_memo_hits(), hits + 2);
+  const std::string again = te_bundle::dir() + "/reloaded.teb";
+  te::write_bundle(again);
+  const te::detail::bundle::Bundle b = te::detail::bundle::Bundle::open(again);
+  std::multiset<std::string> kernels;
+  for (const auto& e : b.entries()) {
+    kernels.insert(std::string(b.kernels()[e.kernel].name) + " " + std::string(e.meta.hash));
+  }
+  const std::map<std::string, std::string> wrapped =
+      te_bundle::read_hashes(te_bundle::wrapped_hashes_path());
+  EXPECT_EQ(kernels, (std::multiset<std::string>{
+                         "add_kernel " + expected.at("aligned"),
+                         "fake_tuned_heur_kernel " + wrapped.at("tuned_heur_1000")}));
+  // Its decisions: those the bundle handed over again for the kernel launched (a kernel's are
+  // handed over together: its two tuned keys), nothing of the others.
+  const std::string listed = te::detail::bundle::describe_decisions(b);
+  EXPECT_NE(listed.find("cuda:90 key (1000, "), std::string::npos) << listed;
+  size_t choices = 0;
+  for (const auto& r : b.records()) choices += r.kind == te::detail::bundle::kRecordChoice;
+  EXPECT_EQ(choices, 2u) << listed;
+}
+
+// Threads launching a wrapped kernel (heuristics only: its memos and the memo of whole calls)
+// while its bundle is unloaded and loaded again: each launch resolves to the recorded kernel or
+// raises NotInBundleError; once unload_bundles() has returned, nothing of the bundle serves.
+TEST_F(RuntimeOnlyUnload, ThreadsLaunchingWhileBundlesUnloadAndLoadAgain) {
+  using te::detail::testing::dry_run;
+  using te::detail::testing::last_dry_run_kernel;
+  const std::map<std::string, std::string> wrapped =
+      te_bundle::read_hashes(te_bundle::wrapped_hashes_path());
+  const std::string want = wrapped.at("counted_300");
+  use_bundles({te_bundle::bundle_path()});
+  const te::JitFunction counted("te_tune_kernels", "counted_heur_kernel");
+  std::atomic<bool> done{false};
+  std::atomic<int> served{0}, refused{0}, wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      uint64_t slots[8] = {};
+      while (!done.load()) {
+        try {
+          dry_run(counted, slots, te_bundle::kX, te_bundle::kOut, 300);
+          const te::CompiledKernel* k = last_dry_run_kernel();
+          (k != nullptr && k->hash() == want ? served : wrong)++;
+        } catch (const te::NotInBundleError&) {
+          ++refused;
+        }
+      }
+    });
+  }
+  // At least 50 rounds, and until launches were served in some (at most 10 s).
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int i = 0; i < 50 || (served.load() < 20 && std::chrono::steady_clock::now() < until); ++i) {
+    te::unload_bundles();
+    te::load_bundle(te_bundle::bundle_path());
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  te::unload_bundles();
+  done = true;
+  for (auto& th : threads) th.join();
+  EXPECT_GT(served.load(), 0) << refused.load();
+  EXPECT_EQ(wrong.load(), 0);
+  uint64_t slots[8] = {};
+  EXPECT_THROW(dry_run(counted, slots, te_bundle::kX, te_bundle::kOut, 300), te::NotInBundleError);
+  te::load_bundle(te_bundle::bundle_path());
+  EXPECT_EQ(dry_run(counted, slots, te_bundle::kX, te_bundle::kOut, 300), -4);
+  EXPECT_EQ(last_dry_run_kernel()->hash(), want);
+}
+
+// A miss whose source answers while unload_bundles() runs (here from the notice the answer
+// gives, on the launching thread): the call gets what was resolved, and nothing keeps it.
+TEST_F(RuntimeOnlyUnload, WhatAMissResolvesWhileBundlesUnloadIsNotKept) {
+  int notices = 0;
+  te::set_bundle_notice_callback([&](const te::BundleNotice&) {
+    ++notices;
+    te::unload_bundles();
+  });
+  struct Reset {
+    ~Reset() { te::set_bundle_notice_callback(nullptr); }
+  } reset;
+  // An entry: n = 4096 is served by fallback.teb's plain entry, said by a notice.
+  use_bundles({te_bundle::dir() + "/aot_fallback/fallback.teb"});
+  const te::JitFunction add("pykernels.vector", "add_kernel");
+  EXPECT_FALSE(
+      add.compile(te_bundle::kX, te_bundle::kY, te_bundle::kOut, 4096, 1024).hash().empty());
+  EXPECT_EQ(notices, 1);
+  EXPECT_THROW(add.compile(te_bundle::kX, te_bundle::kY, te_bundle::kOut, 4096, 1024),
+               te::NotInBundleError);
+  // A tuned choice: n = 100 takes the choice tuned at 256 by its rule, said by a notice; the
+  // inner entry then finds no bundle, and the choice is not kept either.
+  use_bundles({te_rules::bundle_path()});
+  const te::JitFunction nearest("te_tune_kernels", "rule_nearest_kernel");
+  EXPECT_THROW(te_rules::compile(nearest, 100), te::NotInBundleError);
+  EXPECT_EQ(notices, 2);
+  EXPECT_EQ(te_rules::tuning_result(nearest, 100), nullptr);
+}
+
 // With the bundle `triton-embed-bundle build` compiled ahead of time from tests/aot/calls.txt
-// for cuda:80, cuda:90 and cuda:100 (TRITON_EMBED_BUNDLE; CTest runs these as
-// runtime_only_aot): the same calls resolve to its kernels, with no Python.
+// for cuda:80, cuda:90 and cuda:100: the same calls resolve to its kernels, with no Python.
 class RuntimeOnlyAot : public ::testing::Test {
  protected:
+  static void SetUpTestSuite() { use_bundles({te_bundle::aot_bundle_path()}); }
   void TearDown() override { te::set_target(std::nullopt); }
 };
 
@@ -408,13 +579,13 @@ TEST_F(RuntimeOnlyAot, CallsResolveToTheBundlesKernelsForEveryTarget) {
   te::set_target(te::Target::parse("cuda:75"));
   EXPECT_THROW(te_bundle::compile_call(add, "aligned"), te::NotInBundleError);
 }
-// With the bundle bundle_aot_fallback builds from tests/aot/fallback_calls.txt, for cuda:90
-// (TRITON_EMBED_BUNDLE; CTest runs these as runtime_only_fallback): calls nobody listed
-// resolve to the most specialised entry compiled with fewer assumptions, or raise
-// NotInBundleError saying why none serves. Each test makes calls of its own: a key resolved
-// once stays in the process's cache.
+// With the bundle bundle_aot_fallback builds from tests/aot/fallback_calls.txt, for cuda:90:
+// calls nobody listed resolve to the most specialised entry compiled with fewer
+// assumptions, or raise NotInBundleError saying why none serves. Each test makes calls of its
+// own: a key resolved once stays in the process's cache.
 class RuntimeOnlyFallback : public ::testing::Test {
  protected:
+  static void SetUpTestSuite() { use_bundles({te_bundle::dir() + "/aot_fallback/fallback.teb"}); }
   void SetUp() override {
     te::set_target(te::Target::parse("cuda:90"));
     te::set_bundle_notice_callback([this](const te::BundleNotice& n) { notices.push_back(n); });
@@ -428,10 +599,7 @@ class RuntimeOnlyFallback : public ::testing::Test {
     const te::CompiledKernel* k = te::detail::testing::last_dry_run_kernel();
     return k != nullptr ? std::string(k->signature()) : "";
   }
-  static std::string bundle() {
-    const char* b = std::getenv("TRITON_EMBED_BUNDLE");
-    return b != nullptr ? b : "";
-  }
+  static std::string bundle() { return g_loaded; }
   std::vector<te::BundleNotice> notices;
 };
 
@@ -608,7 +776,7 @@ TEST_F(RuntimeOnlyFallback, WhatNoEntryServesRaisesNotInBundleErrorSayingWhy) {
   EXPECT_TRUE(notices.empty());
 }
 
-// TRITON_EMBED_BUNDLE_STRICT=1 (runtime_only_fallback_strict): exact entries only, as before
+// TRITON_EMBED_BUNDLE_STRICT=1 (runtime_only_strict): exact entries only, as before
 // issue 21; the error says which entry would have served.
 class RuntimeOnlyFallbackStrict : public RuntimeOnlyFallback {};
 
@@ -632,9 +800,10 @@ TEST_F(RuntimeOnlyFallbackStrict, OnlyExactEntriesServe) {
 }
 
 // Tuning keys nobody tuned (issue 21), from the bundle BundleJit.RecordRules wrote
-// (runtime_only_rules; rule_calls.h): each rule_*_kernel tuned at a few n, with its rule.
+// (rule_calls.h): each rule_*_kernel tuned at a few n, with its rule.
 class RuntimeOnlyRules : public RuntimeOnlyFallback {
  protected:
+  static void SetUpTestSuite() { use_bundles({te_bundle::dir() + "/rules.teb"}); }
   // The hash of the entry recorded for kernel at n, and str() of the config tuned there.
   static std::string recorded(const std::string& what) {
     static const std::map<std::string, std::string> m =
@@ -795,7 +964,7 @@ TEST_F(RuntimeOnlyRules, WritingTheLoadedBundleKeepsTheRules) {
   EXPECT_EQ(listed.find("key (301, "), std::string::npos) << listed;
 }
 
-// TRITON_EMBED_BUNDLE_STRICT=1 (runtime_only_rules_strict): recorded keys only.
+// TRITON_EMBED_BUNDLE_STRICT=1 (runtime_only_strict): recorded keys only.
 class RuntimeOnlyRulesStrict : public RuntimeOnlyRules {};
 
 TEST_F(RuntimeOnlyRulesStrict, OnlyRecordedKeysServe) {

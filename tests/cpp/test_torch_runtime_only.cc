@@ -2,10 +2,11 @@
 // the ops and at::Tensor launches with no Python and no JIT layer. Kernels come from bundles;
 // CPU tensors, which need Triton's interpreter, raise NotSupportedError.
 //
-// CTest runs it twice: torch_runtime_only (everything but TorchBundleReplay, with the bundle
-// bundle_record wrote as TRITON_EMBED_BUNDLE) and, on a GPU, torch_bundle_replay (the ops
-// from the bundle torch_bundle_record wrote, bitwise against the JIT's outputs) and
-// torch_any_replay (the ops on 100 shapes nobody recorded, from a bundle of generic entries).
+// CTest runs its suites in one process (torch_runtime_only), each with the bundles it loads
+// (unload_bundles() forgets what the suite before resolved): TorchRuntimeOnly with the bundle
+// bundle_record wrote and, on a GPU, TorchBundleReplay (the ops from the bundle
+// torch_bundle_record wrote, bitwise against the JIT's outputs) and TorchAnyBundleReplay (the
+// ops on 100 shapes nobody recorded, from a bundle of generic entries).
 
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -14,6 +15,7 @@
 #include <triton_embed/ops.h>
 #include <triton_embed/torch.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <string>
@@ -31,13 +33,27 @@ namespace {
 
 using te_test::message_of;
 
+// Makes `path` the process's only loaded bundle.
+void use_bundle(const std::string& path) {
+  te::unload_bundles();
+  te::load_bundle(path);
+}
+
+class TorchRuntimeOnly : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const char* dir = std::getenv("TE_BUNDLE_DIR");
+    use_bundle(std::string(dir != nullptr ? dir : ".") + "/record.teb");
+  }
+};
+
 const char kCpuNeedsPython[] =
     ": a CPU tensor runs through Triton's interpreter, which needs Python; this program links "
     "the torch layer without it (triton_embed::torch_runtime or triton_embed::ops_runtime): "
     "link triton_embed::torch or triton_embed::ops (in Python: import triton_embed) to run on "
     "CPU tensors, or pass CUDA tensors";
 
-TEST(TorchRuntimeOnly, NoPythonAndNoJitInTheProcess) {
+TEST_F(TorchRuntimeOnly, NoPythonAndNoJitInTheProcess) {
   EXPECT_FALSE(te::runtime_info().jit);
   std::ifstream maps("/proc/self/maps");
   std::string line;
@@ -48,7 +64,7 @@ TEST(TorchRuntimeOnly, NoPythonAndNoJitInTheProcess) {
   }
 }
 
-TEST(TorchRuntimeOnly, CpuTensorsToOpsRaiseNotSupportedError) {
+TEST_F(TorchRuntimeOnly, CpuTensorsToOpsRaiseNotSupportedError) {
   const at::Tensor x = at::ones({8}), y = at::ones({8});
   // Before the kernel is looked for: no bundle holds the ops' kernels here.
   EXPECT_EQ(message_of<te::NotSupportedError>([&] { te::ops::add(x, y); }),
@@ -66,7 +82,7 @@ TEST(TorchRuntimeOnly, CpuTensorsToOpsRaiseNotSupportedError) {
   EXPECT_EQ(te::ops::add(m, m).sizes(), m.sizes());
 }
 
-TEST(TorchRuntimeOnly, CpuTensorsToALaunchRaiseNotSupportedError) {
+TEST_F(TorchRuntimeOnly, CpuTensorsToALaunchRaiseNotSupportedError) {
   // The kernel comes from the bundle bundle_record wrote (TRITON_EMBED_BUNDLE).
   const te::JitFunction add("pykernels.vector", "add_kernel");
   const at::Tensor x = at::ones({4}), out = at::empty({4});
@@ -76,7 +92,7 @@ TEST(TorchRuntimeOnly, CpuTensorsToALaunchRaiseNotSupportedError) {
                 kCpuNeedsPython);
 }
 
-TEST(TorchRuntimeOnly, CudaTensorsToAnOpNoBundleHoldsRaiseNotInBundleError) {
+TEST_F(TorchRuntimeOnly, CudaTensorsToAnOpNoBundleHoldsRaiseNotInBundleError) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
   const at::Tensor x = at::ones({8}, at::kCUDA);
   EXPECT_EQ(message_of<te::NotInBundleError>([&] { te::ops::add(x, x); }),
@@ -89,10 +105,11 @@ TEST(TorchRuntimeOnly, CudaTensorsToAnOpNoBundleHoldsRaiseNotInBundleError) {
 // The ops from the bundle torch_bundle_record wrote, on its inputs: its outputs, bit for bit.
 class TorchBundleReplay : public ::testing::Test {
  protected:
+  static void SetUpTestSuite() {
+    if (torch::cuda::is_available()) use_bundle(tb::bundle_path());  // recorded on a GPU only
+  }
   void SetUp() override {
     if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
-    static const bool loaded = (te::load_bundle(tb::bundle_path()), true);
-    (void)loaded;
   }
 
   void replay(const std::string& prefix) {
@@ -135,7 +152,7 @@ TEST(TorchAnyBundleReplay, HundredShapesNobodyRecorded) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
   std::vector<te::BundleNotice> notices;
   te::set_bundle_notice_callback([&](const te::BundleNotice& n) { notices.push_back(n); });
-  te::load_bundle(ta::bundle_path());
+  use_bundle(ta::bundle_path());
   int bitwise = 0;
   std::set<std::tuple<int, int, int64_t>> generic_keys;  // op, dtype, block
   for (size_t i = 0; i < ta::cases().size(); ++i) {
