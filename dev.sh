@@ -15,7 +15,7 @@
 #                    default environment's packages (README: "Supported versions")
 #   ./dev.sh build   only set up and build
 #   ./dev.sh format [FILE...]  the formatting check (.ci/check_format: clang-format and ruff on
-#                    the files changed since .ci/format_base, or on FILEs); installs ruff
+#                    every tracked file, or on FILEs); installs ruff
 #                    ($RUFF_PIN) into the Python environment when it has none
 #
 # TE_PRUNE=1 (CI sets it: its disk is small): `versions` removes each .venv-triton-X.Y.Z after

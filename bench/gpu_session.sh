@@ -12,7 +12,7 @@ BUILD_DIR=/tmp/build ./dev.sh build > "$OUT/build.txt" 2>&1 || { tail -50 "$OUT/
 cd /tmp/build
 ctest -R "${CTEST_RE:-.}" --output-on-failure -j4 > "$OUT/ctest.txt" 2>&1
 grep -E "tests passed|\*\*\*|Total Test" "$OUT/ctest.txt"
-ctest -R "${TE_VERBOSE_TESTS:-^(test_errors|test_faults|test_tma|bundle_gpu_record|bundle_gpu_replay|test_multi_gpu_same_device|torch_any_reference|torch_runtime_only|test_runtime_only|pytest_fast)$}" -V \
+ctest -R "${TE_VERBOSE_TESTS:-^(test_errors|test_faults|test_tma|bundle_gpu_record|bundle_gpu_replay|test_multi_gpu_same_device|torch_bundle_record|torch_runtime_only|test_runtime_only|pytest_fast)$}" -V \
   > "$OUT/gpu_verbose.txt" 2>&1
 grep -E "^(\S+: )?\[( RUN|       OK|  FAILED|  SKIPPED)" "$OUT/gpu_verbose.txt" | grep -E "FAILED|Memo|OnePass|Replay|Record|Hundred|Reference" | head -40
 grep -E "[0-9]+ (passed|failed)" "$OUT/gpu_verbose.txt" | tail -3

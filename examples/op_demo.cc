@@ -4,11 +4,10 @@
 
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
+#include <triton_embed/ops.h>
 
 #include <cstdio>
 #include <exception>
-
-#include <triton_embed/ops.h>
 
 int main() {
   try {
@@ -24,10 +23,11 @@ int main() {
     const at::Tensor ref = at::softmax(at::layer_norm(x + 0.5 * x, {cols}, w), -1);
     const double err = (got - ref).abs().max().item<double>();
     const bool ok = err < 1e-5;
-    std::printf("%s: triton_embed::ops softmax(layer_norm(add(x, x, alpha=0.5))) on %lld x %lld "
-                "floats: max |error| vs ATen = %.3g -> %s\n",
-                gpu ? "GPU" : "CPU (Triton's interpreter)", static_cast<long long>(rows),
-                static_cast<long long>(cols), err, ok ? "OK" : "MISMATCH");
+    std::printf(
+        "%s: triton_embed::ops softmax(layer_norm(add(x, x, alpha=0.5))) on %lld x %lld "
+        "floats: max |error| vs ATen = %.3g -> %s\n",
+        gpu ? "GPU" : "CPU (Triton's interpreter)", static_cast<long long>(rows),
+        static_cast<long long>(cols), err, ok ? "OK" : "MISMATCH");
     return ok ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

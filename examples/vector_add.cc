@@ -14,13 +14,13 @@
 
 #if defined(TRITON_EMBED_EXAMPLE_HAVE_CUDART)
 #include <cuda_runtime_api.h>
-#define CUDA_OK(call)                                                                  \
-  do {                                                                                 \
-    cudaError_t err_ = (call);                                                         \
-    if (err_ != cudaSuccess) {                                                         \
-      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(err_));        \
-      return 1;                                                                        \
-    }                                                                                  \
+#define CUDA_OK(call)                                                           \
+  do {                                                                          \
+    cudaError_t err_ = (call);                                                  \
+    if (err_ != cudaSuccess) {                                                  \
+      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(err_)); \
+      return 1;                                                                 \
+    }                                                                           \
   } while (0)
 #endif
 
@@ -35,7 +35,8 @@ static int compile_only(const te::JitFunction& add) {
   float* out = reinterpret_cast<float*>(0x30000);
   const auto t0 = std::chrono::steady_clock::now();
   const te::CompiledKernel& k = add.compile(x, y, out, n, 1024);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::printf("no GPU: compiled %s for %s without launching (%.0f ms)\n", k.signature().c_str(),
               k.target().c_str(), ms);
   std::printf("  hash %s, cubin %zu bytes, %d warps\n", k.hash().c_str(), k.cubin().size(),
@@ -82,9 +83,11 @@ int main() {
     for (int batch = 0; batch < 50; ++batch) {
       const int launches = 200;
       t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < launches; ++i) add.launch({te::cdiv(n, 1024)}, stream, x, y, out, n, 1024);
-      per_launch_us.push_back(std::chrono::duration<double, std::micro>(
-                                  std::chrono::steady_clock::now() - t0).count() / launches);
+      for (int i = 0; i < launches; ++i)
+        add.launch({te::cdiv(n, 1024)}, stream, x, y, out, n, 1024);
+      per_launch_us.push_back(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+          launches);
       CUDA_OK(cudaStreamSynchronize(stream));
     }
     std::sort(per_launch_us.begin(), per_launch_us.end());
@@ -95,9 +98,10 @@ int main() {
     for (int i = 0; i < n; ++i) max_err = std::fmax(max_err, std::fabs(hout[i] - (hx[i] + hy[i])));
     std::printf("GPU: add_kernel on %d floats: max |error| = %g -> %s\n", n, max_err,
                 max_err == 0 ? "OK" : "MISMATCH");
-    std::printf("  first call (compile + load) %.1f ms; then %.2f us per launch (host time, median "
-                "of 50 batches of 200)\n",
-                first_ms, launch_us);
+    std::printf(
+        "  first call (compile + load) %.1f ms; then %.2f us per launch (host time, median "
+        "of 50 batches of 200)\n",
+        first_ms, launch_us);
     cudaFree(x);
     cudaFree(y);
     cudaFree(out);

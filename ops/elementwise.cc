@@ -85,20 +85,24 @@ std::vector<int64_t> broadcast_shape(Op op, at::IntArrayRef a, at::IntArrayRef b
     const int64_t sa = i < n - a.size() ? 1 : a[i - (n - a.size())];
     const int64_t sb = i < n - b.size() ? 1 : b[i - (n - b.size())];
     TORCH_CHECK(sa == sb || sa == 1 || sb == 1, "triton_embed::", op_name(op),
-                ": argument 'other' of shape ", b, " cannot be broadcast to argument 'self' of "
-                "shape ", a, " (", sb, " vs ", sa, " in dimension ", i, " of the result)");
+                ": argument 'other' of shape ", b,
+                " cannot be broadcast to argument 'self' of "
+                "shape ",
+                a, " (", sb, " vs ", sa, " in dimension ", i, " of the result)");
     out[i] = sa == 1 ? sb : sa;
   }
   return out;
 }
 
 void check_alpha(at::ScalarType result, const c10::Scalar& alpha) {
-  TORCH_CHECK_TYPE(!alpha.isComplex(), "triton_embed::add: argument 'alpha' is complex, which is "
+  TORCH_CHECK_TYPE(!alpha.isComplex(),
+                   "triton_embed::add: argument 'alpha' is complex, which is "
                    "not supported");
   if (result == at::kBool) {
     TORCH_CHECK(alpha.isBoolean() || alpha.isIntegral(true),
                 "triton_embed::add: argument 'alpha' must be a bool or an integer for bool "
-                "tensors, got ", alpha.type());
+                "tensors, got ",
+                alpha.type());
   } else if (at::isIntegralType(result, /*includeBool=*/false)) {
     TORCH_CHECK(!alpha.isFloatingPoint(),
                 "triton_embed::add: for integral input tensors, argument 'alpha' must not be a "
@@ -159,16 +163,15 @@ at::Tensor binary(Op op, const at::Tensor& a, const at::Tensor& b, const c10::Sc
   const at::ScalarType result = at::result_type(a, b);
   if (op == Op::kAdd) check_alpha(result, alpha);
   const at::Tensor& dev = (a.dim() == 0 && a.is_cpu()) ? b : a;
-  at::Tensor out = a.sizes() == b.sizes()
-                       ? at::empty(a.sizes(), dev.options().dtype(result))
-                       : at::empty(broadcast_shape(op, a.sizes(), b.sizes()),
-                                   dev.options().dtype(result));
+  at::Tensor out = a.sizes() == b.sizes() ? at::empty(a.sizes(), dev.options().dtype(result))
+                                          : at::empty(broadcast_shape(op, a.sizes(), b.sizes()),
+                                                      dev.options().dtype(result));
   run(op, a, b, alpha, result, out);
   return out;
 }
 
 void binary_out(Op op, const at::Tensor& a, const at::Tensor& b, const c10::Scalar& alpha,
-                       at::Tensor& out) {
+                at::Tensor& out) {
   const char* name = op_name(op);
   check_inputs(op, a, b);
   check_dtype_supported(name, "out", out);
@@ -186,7 +189,8 @@ void binary_out(Op op, const at::Tensor& a, const at::Tensor& b, const c10::Scal
   if (direct) {
     run(op, a, b, alpha, result, out);
   } else {
-    at::Tensor tmp = at::empty(out.sizes(), out.options().memory_format(at::MemoryFormat::Contiguous));
+    at::Tensor tmp =
+        at::empty(out.sizes(), out.options().memory_format(at::MemoryFormat::Contiguous));
     run(op, a, b, alpha, result, tmp);
     out.copy_(tmp);
   }
@@ -203,8 +207,8 @@ at::Tensor binary_meta(Op op, const at::Tensor& a, const at::Tensor& b, const c1
                           a.options().dtype(result));
 }
 
-void binary_out_meta(Op op, const at::Tensor& a, const at::Tensor& b,
-                            const c10::Scalar& alpha, at::Tensor& out) {
+void binary_out_meta(Op op, const at::Tensor& a, const at::Tensor& b, const c10::Scalar& alpha,
+                     at::Tensor& out) {
   const at::ScalarType result = at::result_type(a, b);
   if (op == Op::kAdd) check_alpha(result, alpha);
   check_out_dtype(op, result, out);
@@ -234,7 +238,8 @@ class AddFunction : public torch::autograd::Function<AddFunction> {
                                                  torch::autograd::variable_list grads) {
     const at::Tensor& g = grads[0];
     at::Tensor ga, gb;
-    if (ctx->needs_input_grad(0)) ga = reduce_grad(g, ctx->saved_data["a_sizes"], ctx->saved_data["a_dtype"]);
+    if (ctx->needs_input_grad(0))
+      ga = reduce_grad(g, ctx->saved_data["a_sizes"], ctx->saved_data["a_dtype"]);
     if (ctx->needs_input_grad(1)) {
       const c10::Scalar alpha = ctx->saved_data["alpha"].toScalar();
       at::Tensor scaled = (alpha.isIntegral(true) && alpha.toLong() == 1) ? g : g * alpha;
@@ -262,10 +267,12 @@ class MulFunction : public torch::autograd::Function<MulFunction> {
     const at::Tensor& g = grads[0];
     at::Tensor ga, gb;
     if (ctx->needs_input_grad(0)) {
-      ga = reduce_grad(triton_embed::ops::mul(g, b), c10::IValue(a.sym_sizes().vec()), ctx->saved_data["a_dtype"]);
+      ga = reduce_grad(triton_embed::ops::mul(g, b), c10::IValue(a.sym_sizes().vec()),
+                       ctx->saved_data["a_dtype"]);
     }
     if (ctx->needs_input_grad(1)) {
-      gb = reduce_grad(triton_embed::ops::mul(g, a), c10::IValue(b.sym_sizes().vec()), ctx->saved_data["b_dtype"]);
+      gb = reduce_grad(triton_embed::ops::mul(g, a), c10::IValue(b.sym_sizes().vec()),
+                       ctx->saved_data["b_dtype"]);
     }
     return {ga, gb};
   }
@@ -280,7 +287,8 @@ bool needs_grad(const at::Tensor& a, const at::Tensor& b) {
 at::Tensor add_autograd(c10::DispatchKeySet ks, const at::Tensor& a, const at::Tensor& b,
                         const c10::Scalar& alpha) {
   if (!needs_grad(a, b)) {
-    TE_OP_HANDLE(op, "add", "", at::Tensor(const at::Tensor&, const at::Tensor&, const c10::Scalar&));
+    TE_OP_HANDLE(op, "add", "",
+                 at::Tensor(const at::Tensor&, const at::Tensor&, const c10::Scalar&));
     return op.redispatch(ks & c10::after_autograd_keyset, a, b, alpha);
   }
   return AddFunction::apply(a, b, alpha);
@@ -298,7 +306,7 @@ at::Tensor add_impl(const at::Tensor& a, const at::Tensor& b, const c10::Scalar&
   return binary(Op::kAdd, a, b, alpha);
 }
 void add_out_impl(const at::Tensor& a, const at::Tensor& b, const c10::Scalar& alpha,
-                         at::Tensor& out) {
+                  at::Tensor& out) {
   binary_out(Op::kAdd, a, b, alpha, out);
 }
 at::Tensor mul_impl(const at::Tensor& a, const at::Tensor& b) { return binary(Op::kMul, a, b, 1); }
@@ -309,7 +317,7 @@ at::Tensor add_meta(const at::Tensor& a, const at::Tensor& b, const c10::Scalar&
   return binary_meta(Op::kAdd, a, b, alpha);
 }
 void add_out_meta(const at::Tensor& a, const at::Tensor& b, const c10::Scalar& alpha,
-                         at::Tensor& out) {
+                  at::Tensor& out) {
   binary_out_meta(Op::kAdd, a, b, alpha, out);
 }
 at::Tensor mul_meta(const at::Tensor& a, const at::Tensor& b) {

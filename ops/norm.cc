@@ -18,7 +18,9 @@ constexpr int64_t kMaxBlock = 4096;
 constexpr int64_t kReduceRows = 32;   // rows per step of the weight/bias gradient kernels
 constexpr int64_t kReduceCols = 128;  // columns per program of those kernels
 
-int64_t block_for(int64_t cols) { return std::min(next_pow2(std::max<int64_t>(cols, 1)), kMaxBlock); }
+int64_t block_for(int64_t cols) {
+  return std::min(next_pow2(std::max<int64_t>(cols, 1)), kMaxBlock);
+}
 
 // Statistics are kept in fp32, or fp64 for fp64 inputs.
 at::ScalarType stats_dtype(at::ScalarType t) { return t == at::kDouble ? at::kDouble : at::kFloat; }
@@ -57,14 +59,12 @@ void check_norm_inputs(const char* op, const at::Tensor& input, c10::SymIntArray
   check_float(op, "input", input);
   check_device(op, "input", input);
   split_rows<c10::SymInt>(op, input.sym_sizes(), shape);
-  check_param<c10::SymInt>(op, "weight", weight, shape,
-                           weight.has_value() && weight->defined() ? weight->sym_sizes()
-                                                                   : c10::SymIntArrayRef(),
-                           input);
-  check_param<c10::SymInt>(op, "bias", bias, shape,
-                           bias.has_value() && bias->defined() ? bias->sym_sizes()
-                                                               : c10::SymIntArrayRef(),
-                           input);
+  check_param<c10::SymInt>(
+      op, "weight", weight, shape,
+      weight.has_value() && weight->defined() ? weight->sym_sizes() : c10::SymIntArrayRef(), input);
+  check_param<c10::SymInt>(
+      op, "bias", bias, shape,
+      bias.has_value() && bias->defined() ? bias->sym_sizes() : c10::SymIntArrayRef(), input);
 }
 
 std::optional<at::Tensor> contiguous_or_none(const std::optional<at::Tensor>& t) {
@@ -87,10 +87,11 @@ bool requires_grad(const std::optional<at::Tensor>& t) {
 // which skip the centring when given no mean tensor.
 
 // y, mean (undefined when !center) and rstd.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> norm_forward(
-    const char* op, const at::Tensor& input, c10::SymIntArrayRef shape,
-    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps,
-    bool center) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> norm_forward(const char* op, const at::Tensor& input,
+                                                            c10::SymIntArrayRef shape,
+                                                            const std::optional<at::Tensor>& weight,
+                                                            const std::optional<at::Tensor>& bias,
+                                                            double eps, bool center) {
   check_can_run(op, input);
   TE_OPS_KERNEL(kernel, "norm", "norm_fwd_kernel");
   check_norm_inputs(op, input, shape, weight, bias);
@@ -201,12 +202,12 @@ class LayerNormFunction : public torch::autograd::Function<LayerNormFunction> {
       at::AutoDispatchBelowADInplaceOrView guard;
       std::tie(y, mean, rstd) = op.call(input, shape, weight, bias, eps);
     }
-    ctx->save_for_backward({input, mean, rstd, weight.value_or(at::Tensor()),
-                            bias.value_or(at::Tensor())});
+    ctx->save_for_backward(
+        {input, mean, rstd, weight.value_or(at::Tensor()), bias.value_or(at::Tensor())});
     ctx->saved_data["shape"] = shape.vec();
     // needs_input_grad counts only the tensors present, so record what each one needs.
-    ctx->saved_data["mask"] = std::vector<bool>{input.requires_grad(), requires_grad(weight),
-                                                requires_grad(bias)};
+    ctx->saved_data["mask"] =
+        std::vector<bool>{input.requires_grad(), requires_grad(weight), requires_grad(bias)};
     return y;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -334,12 +335,12 @@ at::Tensor rms_norm_autograd(c10::DispatchKeySet ks, const at::Tensor& input,
 
 }  // namespace
 
-#define TE_NORM_IMPLS(m, suffix)                                            \
-  m.impl("layer_norm", &layer_norm##suffix);                                \
-  m.impl("layer_norm_forward", &layer_norm_forward##suffix);                \
-  m.impl("layer_norm_backward", &layer_norm_backward##suffix);              \
-  m.impl("rms_norm", &rms_norm##suffix);                                    \
-  m.impl("rms_norm_forward", &rms_norm_forward##suffix);                    \
+#define TE_NORM_IMPLS(m, suffix)                               \
+  m.impl("layer_norm", &layer_norm##suffix);                   \
+  m.impl("layer_norm_forward", &layer_norm_forward##suffix);   \
+  m.impl("layer_norm_backward", &layer_norm_backward##suffix); \
+  m.impl("rms_norm", &rms_norm##suffix);                       \
+  m.impl("rms_norm_forward", &rms_norm_forward##suffix);       \
   m.impl("rms_norm_backward", &rms_norm_backward##suffix)
 
 TORCH_LIBRARY_IMPL(triton_embed, CUDA, m) { TE_NORM_IMPLS(m, _impl); }

@@ -28,8 +28,8 @@ DType accumulate_dtype(at::ScalarType out) {
 int64_t check_sum(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
   check_dtype_supported("sum", "self", self);
   if (dtype.has_value()) {
-    TORCH_CHECK_TYPE(is_supported_real(*dtype), "triton_embed::sum: argument 'dtype' is ",
-                     *dtype, ", which is not supported; use bool, an integer, float16, "
+    TORCH_CHECK_TYPE(is_supported_real(*dtype), "triton_embed::sum: argument 'dtype' is ", *dtype,
+                     ", which is not supported; use bool, an integer, float16, "
                      "bfloat16, float32 or float64");
   }
   return at::maybe_wrap_dim(dim, self.dim(), /*wrap_scalar=*/true);
@@ -54,8 +54,8 @@ at::Tensor sum_impl(const at::Tensor& self, int64_t dim, bool keepdim,
   check_device("sum", "self", self);
   const int64_t d = check_sum(self, dim, dtype);
   const at::ScalarType out_dtype = result_dtype(self, dtype);
-  at::Tensor out = at::empty(out_shape<int64_t>(self.sizes(), d, keepdim),
-                             self.options().dtype(out_dtype));
+  at::Tensor out =
+      at::empty(out_shape<int64_t>(self.sizes(), d, keepdim), self.options().dtype(out_dtype));
   if (out.numel() == 0) return out;
   const at::Tensor x = self.contiguous();
   int64_t outer = 1, reduced = 1, inner = 1;
@@ -71,8 +71,8 @@ at::Tensor sum_impl(const at::Tensor& self, int64_t dim, bool keepdim,
   TORCH_CHECK(cdiv(inner, block_i) <= 65535, "triton_embed::sum: argument 'self' has ", inner,
               " elements after dimension ", d, "; at most ", int64_t{65535} * 4096,
               " are supported");
-  const int64_t block_r = std::max<int64_t>(1, std::min<int64_t>(next_pow2(std::max<int64_t>(reduced, 1)),
-                                                                4096 / block_i));
+  const int64_t block_r = std::max<int64_t>(
+      1, std::min<int64_t>(next_pow2(std::max<int64_t>(reduced, 1)), 4096 / block_i));
   triton_embed::launch(kernel, {outer, cdiv(inner, block_i)}, x, out, reduced, inner,
                        accumulate_dtype(out_dtype), block_r, block_i);
   return out;
@@ -106,8 +106,8 @@ class SumFunction : public torch::autograd::Function<SumFunction> {
   }
 };
 
-at::Tensor sum_autograd(c10::DispatchKeySet ks, const at::Tensor& self, int64_t dim,
-                        bool keepdim, std::optional<at::ScalarType> dtype) {
+at::Tensor sum_autograd(c10::DispatchKeySet ks, const at::Tensor& self, int64_t dim, bool keepdim,
+                        std::optional<at::ScalarType> dtype) {
   if (!(at::GradMode::is_enabled() && self.requires_grad())) {
     TE_OP_HANDLE(op, "sum", "", decltype(sum_impl));
     return op.redispatch(ks & c10::after_autograd_keyset, self, dim, keepdim, dtype);

@@ -12,7 +12,9 @@ namespace {
 
 constexpr int64_t kMaxBlock = 4096;  // wider rows loop over blocks of this many columns
 
-int64_t block_for(int64_t cols) { return std::min(next_pow2(std::max<int64_t>(cols, 1)), kMaxBlock); }
+int64_t block_for(int64_t cols) {
+  return std::min(next_pow2(std::max<int64_t>(cols, 1)), kMaxBlock);
+}
 
 // The input as a (rows, cols) view with unit column stride (copied when it is not one).
 at::Tensor rows_view(const at::Tensor& t) {
@@ -44,9 +46,8 @@ at::Tensor softmax_backward_impl(const at::Tensor& grad_output, const at::Tensor
   check_device("softmax_backward", "grad_output", grad_output);
   check_same_device("softmax_backward", "output", output, "grad_output", grad_output);
   TORCH_CHECK_VALUE(grad_output.sizes() == output.sizes(),
-                    "triton_embed::softmax_backward: argument 'output' has shape ",
-                    output.sizes(), ", but argument 'grad_output' has shape ",
-                    grad_output.sizes());
+                    "triton_embed::softmax_backward: argument 'output' has shape ", output.sizes(),
+                    ", but argument 'grad_output' has shape ", grad_output.sizes());
   TORCH_CHECK_TYPE(grad_output.scalar_type() == output.scalar_type(),
                    "triton_embed::softmax_backward: argument 'output' has dtype ",
                    output.scalar_type(), ", but argument 'grad_output' has dtype ",

@@ -28,7 +28,8 @@ namespace triton_embed {
 
 /*! \brief One \c triton.Config, as Python's \c str(config) and its fields. */
 struct TunedConfig {
-  std::string str;  //!< \c str(config), e.g. \c "BLOCK: 128, num_warps: 4, num_ctas: 1, num_stages: 3, maxnreg: None"
+  std::string str;  //!< \c str(config), e.g. \c "BLOCK: 128, num_warps: 4, num_ctas: 1, num_stages:
+                    //!< 3, maxnreg: None"
   std::vector<std::pair<std::string, std::string>> kwargs;  //!< meta-parameter name, \c repr(value)
   int num_warps = 4;
   int num_stages = 3;
@@ -46,8 +47,8 @@ struct ConfigTiming {
 
 /*! \brief The result of tuning one key, as Python's \c Autotuner records it. */
 struct TuningResult {
-  std::string key;    //!< \c str() of Triton's tuning key tuple
-  TunedConfig best;   //!< Python's \c best_config for this key
+  std::string key;   //!< \c str() of Triton's tuning key tuple
+  TunedConfig best;  //!< Python's \c best_config for this key
   /*! The configs benchmarked for this key (empty when the choice came from a cache without
    *  timings, or when the kernel has a single config). */
   std::vector<ConfigTiming> timings;
@@ -67,9 +68,9 @@ struct TuningProgress {
 };
 
 /*! \brief Called after each configuration of every tuning run, on the tuning thread (without
- *  the GIL; the device's tuning lock is held, so do not launch or tune from it). Pass an empty function to remove it. Setting \c TRITON_EMBED_PRINT_AUTOTUNING=1
- *  prints the same progress to stderr; Triton's own \c TRITON_PRINT_AUTOTUNING works as in
- *  Python. Otherwise tuning is silent.
+ *  the GIL; the device's tuning lock is held, so do not launch or tune from it). Pass an empty
+ * function to remove it. Setting \c TRITON_EMBED_PRINT_AUTOTUNING=1 prints the same progress to
+ * stderr; Triton's own \c TRITON_PRINT_AUTOTUNING works as in Python. Otherwise tuning is silent.
  *  \code
  *  triton_embed::set_tuning_callback([](const triton_embed::TuningProgress& p) {
  *    std::cerr << p.kernel << " " << p.done << "/" << p.total << " best " << p.best << "\n";

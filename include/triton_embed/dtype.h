@@ -57,14 +57,27 @@ TRITON_EMBED_API DType dtype_from_name(std::string_view name) noexcept;
 /*! \brief Size of one element in bytes (1 for u1). */
 constexpr int dtype_size(DType t) noexcept {
   switch (t) {
-    case DType::u1: case DType::i8: case DType::u8: case DType::fp8e4nv: case DType::fp8e5:
-    case DType::fp8e4b15: case DType::fp8e4b8: case DType::fp8e5b16:
+    case DType::u1:
+    case DType::i8:
+    case DType::u8:
+    case DType::fp8e4nv:
+    case DType::fp8e5:
+    case DType::fp8e4b15:
+    case DType::fp8e4b8:
+    case DType::fp8e5b16:
       return 1;
-    case DType::i16: case DType::u16: case DType::fp16: case DType::bf16:
+    case DType::i16:
+    case DType::u16:
+    case DType::fp16:
+    case DType::bf16:
       return 2;
-    case DType::i32: case DType::u32: case DType::fp32:
+    case DType::i32:
+    case DType::u32:
+    case DType::fp32:
       return 4;
-    case DType::i64: case DType::u64: case DType::fp64:
+    case DType::i64:
+    case DType::u64:
+    case DType::fp64:
       return 8;
     default:
       return 0;
@@ -72,9 +85,7 @@ constexpr int dtype_size(DType t) noexcept {
 }
 
 /*! \brief True for the floating-point types (fp8 variants, fp16, bf16, fp32, fp64). */
-constexpr bool dtype_is_float(DType t) noexcept {
-  return t >= DType::fp8e4nv && t <= DType::fp64;
-}
+constexpr bool dtype_is_float(DType t) noexcept { return t >= DType::fp8e4nv && t <= DType::fp64; }
 
 /*! \brief True for the types a scalar kernel argument can have (u1, integers, fp16, bf16,
  *  fp32, fp64). */

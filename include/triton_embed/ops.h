@@ -53,8 +53,7 @@ TRITON_EMBED_OPS_API at::Tensor layer_norm(const at::Tensor& input,
                                            double eps = 1e-5);
 /*! \brief Root-mean-square normalisation, as \c torch.nn.functional.rms_norm (\p eps defaults
  *  to the dtype's machine epsilon). */
-TRITON_EMBED_OPS_API at::Tensor rms_norm(const at::Tensor& input,
-                                         c10::IntArrayRef normalized_shape,
+TRITON_EMBED_OPS_API at::Tensor rms_norm(const at::Tensor& input, c10::IntArrayRef normalized_shape,
                                          const std::optional<at::Tensor>& weight = std::nullopt,
                                          std::optional<double> eps = std::nullopt);
 

@@ -30,9 +30,9 @@ class OptionValue {
   OptionValue(T v) : kind_(Kind::kInt), i_(static_cast<int64_t>(v)) {}  // NOLINT
   template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
   OptionValue(T v) : kind_(Kind::kFloat), f_(static_cast<double>(v)) {}  // NOLINT
-  OptionValue(std::string_view v) : kind_(Kind::kString), s_(v) {}  // NOLINT
-  OptionValue(const char* v) : kind_(Kind::kString), s_(v) {}  // NOLINT
-  OptionValue(const std::string& v) : kind_(Kind::kString), s_(v) {}  // NOLINT
+  OptionValue(std::string_view v) : kind_(Kind::kString), s_(v) {}       // NOLINT
+  OptionValue(const char* v) : kind_(Kind::kString), s_(v) {}            // NOLINT
+  OptionValue(const std::string& v) : kind_(Kind::kString), s_(v) {}     // NOLINT
 
   Kind kind() const noexcept { return kind_; }
   bool as_bool() const noexcept { return i_ != 0; }
@@ -43,9 +43,12 @@ class OptionValue {
     if (kind_ != o.kind_) return false;
     switch (kind_) {
       case Kind::kBool:
-      case Kind::kInt: return i_ == o.i_;
-      case Kind::kFloat: return f_ == o.f_;
-      case Kind::kString: return s_ == o.s_;
+      case Kind::kInt:
+        return i_ == o.i_;
+      case Kind::kFloat:
+        return f_ == o.f_;
+      case Kind::kString:
+        return s_ == o.s_;
     }
     return false;
   }

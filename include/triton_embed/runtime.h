@@ -86,10 +86,10 @@ struct RuntimeInfo {
    *  false in a program linked to triton_embed::runtime only, which has no interpreter (every
    *  other field is then empty) */
   bool jit = false;
-  bool embedded = false;        //!< true: we started the interpreter; false: joined one
-  std::string python_version;   //!< e.g. "3.12.3"
+  bool embedded = false;       //!< true: we started the interpreter; false: joined one
+  std::string python_version;  //!< e.g. "3.12.3"
   std::string python_executable;
-  std::string triton_version;   //!< e.g. "3.6.0"
+  std::string triton_version;             //!< e.g. "3.6.0"
   std::vector<std::string> python_paths;  //!< directories this library added to sys.path
 };
 

@@ -24,7 +24,8 @@ TRITON_EMBED_API std::string encode_params(const KernelState& k);
 // Fills k's params, specs, name_hashes, defaults, min_args and triton_version from `bytes`
 // (module and name are the caller's). Throws BundleError (kCorrupt) naming `where` when the
 // bytes are not a parameter table this library wrote.
-TRITON_EMBED_API void decode_params(std::string_view bytes, KernelState& k, const std::string& where);
+TRITON_EMBED_API void decode_params(std::string_view bytes, KernelState& k,
+                                    const std::string& where);
 
 // Options as a bundle entry stores them: one "name=<type><value>" line per option, sorted by
 // name (b: bool 0/1, i: integer, f: a double in hex-float form, s: a string), so that decoding

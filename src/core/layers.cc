@@ -349,7 +349,8 @@ struct Walk {
   static constexpr uint32_t kMaxChosen = 4;
   std::pair<uint32_t, const Choice*> chosen[kMaxChosen];
   uint32_t num_chosen = 0;
-  uint64_t epoch = resolved_epoch();  // the memo of whole calls keeps what it resolved until then
+  // The resolutions' epoch when a walk the memo of whole calls may keep began (odd: none).
+  uint64_t epoch = 1;
 };
 
 // The call's observer, when the frame is a launch whose call has one.
@@ -891,10 +892,10 @@ void start(KernelState* kernel, const InternedOptions* options, const CallArgs& 
   f.grid = site != nullptr ? site->grid : grid;
   f.stream = site != nullptr ? site->stream : nullptr;
   bind_frame(*kernel, call, f);
+  const bool memo = target != 0 && call.nnamed == 0;
+  if (memo) w.epoch = resolved_epoch();
   walk(w, 0, f);
-  if (target != 0 && call.nnamed == 0) {
-    remember_call(*kernel, options, call, f, w, target);
-  }
+  if (memo) remember_call(*kernel, options, call, f, w, target);
 }
 
 }  // namespace

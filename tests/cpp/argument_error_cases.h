@@ -23,7 +23,7 @@ namespace te = triton_embed;
 enum class Type { kTypeError, kValueError, kLookupError };
 
 struct Case {
-  const char* kernel;   // in te_tune_kernels
+  const char* kernel;  // in te_tune_kernels
   const char* what;
   std::function<void(const te::JitFunction&)> call;
   Type type;
@@ -55,7 +55,9 @@ inline const Case* cases(size_t* n) {
        Type::kTypeError, "got multiple values for argument 'MODE' (#3): by position and by name",
        "[X, O, 3000, 'neg']", "{'MODE': 'neg'}", "TypeError"},
       {"fake_tuned_mode_kernel", "named twice",
-       [](const te::JitFunction& k) { k.compile(kX, kOut, 3000, "MODE"_a = "neg", "MODE"_a = "x"); },
+       [](const te::JitFunction& k) {
+         k.compile(kX, kOut, 3000, "MODE"_a = "neg", "MODE"_a = "x");
+       },
        Type::kTypeError, "got multiple values for argument 'MODE' (#3): named twice", nullptr,
        nullptr, nullptr},  // not a Python call
       {"fake_tuned_mode_kernel", "an unknown name",
@@ -107,9 +109,7 @@ inline const Case* cases(size_t* n) {
   return all;
 }
 
-inline const char* signature_of(const Case& c) {
-  return c.kernel[0] == 'f' ? kTunedSig : kHeurSig;
-}
+inline const char* signature_of(const Case& c) { return c.kernel[0] == 'f' ? kTunedSig : kHeurSig; }
 
 // Runs the case; returns "" when it raised the expected type with the expected message, else
 // what happened instead.

@@ -1,7 +1,6 @@
 // One global environment owns the interpreter for every test of the executable.
 
 #include <gtest/gtest.h>
-
 #include <triton_embed/jit.h>
 
 namespace {

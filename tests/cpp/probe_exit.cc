@@ -7,7 +7,6 @@
 //           (Python or MLIR/LLVM, which runs without the GIL): exit waits for them
 
 #include <Python.h>
-
 #include <triton_embed/jit.h>
 
 #include <chrono>
@@ -62,10 +61,12 @@ int main(int argc, char** argv) {
     // TAGs no earlier run used: the compiles miss Triton's disk cache and run the code
     // generator (fault_point).
     std::random_device rd;
-    const int64_t base = static_cast<int64_t>(
-        ((static_cast<uint64_t>(rd()) << 21) ^
-         static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())) &
-        ((uint64_t{1} << 50) - 1)) << 2;
+    const int64_t base =
+        static_cast<int64_t>(
+            ((static_cast<uint64_t>(rd()) << 21) ^
+             static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())) &
+            ((uint64_t{1} << 50) - 1))
+        << 2;
     const int threads = mode == "parked" ? 1 : 4;
     long reached = 0;
     if (mode == "busy") {

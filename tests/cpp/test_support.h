@@ -4,12 +4,11 @@
 // interpreter the library started.
 
 #include <Python.h>
-#include <pybind11/pybind11.h>
 #include <gtest/gtest.h>
+#include <pybind11/pybind11.h>
+#include <triton_embed/jit.h>
 
 #include <string>
-
-#include <triton_embed/jit.h>
 
 namespace te_test {
 
@@ -52,7 +51,9 @@ inline void install_python_helpers() {
 }
 
 // Takes ownership of a new reference returned as void* by the testing hooks.
-inline py::object steal(void* p) { return py::reinterpret_steal<py::object>(static_cast<PyObject*>(p)); }
+inline py::object steal(void* p) {
+  return py::reinterpret_steal<py::object>(static_cast<PyObject*>(p));
+}
 
 inline std::string repr(py::handle h) { return py::repr(h).cast<std::string>(); }
 // str() of a Python expression's value, e.g. of a triton.Config: what Triton prints for it in

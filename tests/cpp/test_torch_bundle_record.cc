@@ -1,8 +1,8 @@
 // The recording half of the torch bundle tests (tests/cpp/torch_bundle_cases.h): a JIT process
 // linked to triton_embed::ops runs the ops on the GPU (compiling their kernels for it), saves
-// inputs and outputs, and writes the bundle. CTest runs it as torch_bundle_record, before
-// torch_bundle_replay, and as torch_any_reference (TorchAnyBundle), before torch_any_replay;
-// all skip without a GPU.
+// inputs and outputs, and writes the bundle (TorchBundle); then the ops on 100 random shapes
+// (TorchAnyBundle), for the bundle of generic entries. CTest runs it as torch_bundle_record,
+// before torch_runtime_only replays both; all skip without a GPU.
 
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -37,8 +37,8 @@ TEST(TorchBundle, RecordOpsOnTheGpu) {
 }
 
 // The JIT's outputs of the ops on 100 random shapes (torch_any_cases.h), computed after
-// torch_any_bundle_build wrote the bundle of generic entries (nothing of this run is in it),
-// saved with the inputs for torch_any_replay. CTest runs it as torch_any_reference.
+// torch_any_bundle_build wrote the bundle of generic entries (nothing of this run is in it), and
+// after TorchBundle wrote its bundle; saved with the inputs for torch_runtime_only.
 TEST(TorchAnyBundle, ReferenceOutputsOnTheGpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
   ASSERT_TRUE(std::ifstream(ta::bundle_path()).good())

@@ -146,8 +146,9 @@ bool close(const at::Tensor& got, const at::Tensor& want, at::ScalarType dtype) 
 
 // The ops on 100 random shapes no entry was made for, from the bundle of generic entries
 // (tests/aot/ops_any_calls.txt: `i32:any`, the heuristics as expressions), in this program
-// without Python: the JIT's outputs (torch_any_reference), bit for bit where the same cubin
-// computed both, and torch's own ops within rounding. The bundle is for cuda:90 (H100, H200).
+// without Python: the JIT's outputs (torch_bundle_record's TorchAnyBundle), bit for bit where
+// the same cubin computed both, and torch's own ops within rounding. The bundle is for cuda:90
+// (H100, H200).
 TEST(TorchAnyBundleReplay, HundredShapesNobodyRecorded) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
   std::vector<te::BundleNotice> notices;

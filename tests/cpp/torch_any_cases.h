@@ -2,9 +2,9 @@
 
 // The ops on shapes nobody recorded, for the GPU tests of a bundle of generic entries
 // (tests/aot/ops_any_calls.txt, built by torch_any_bundle_build before anything runs): a JIT
-// process (torch_any_reference, test_torch_bundle_record) runs softmax, layer_norm, rms_norm and
+// process (torch_bundle_record, test_torch_bundle_record) runs softmax, layer_norm, rms_norm and
 // sum on 100 random shapes and saves inputs and outputs; a runtime-only process
-// (torch_any_replay, test_torch_runtime_only) runs them from the bundle and compares.
+// (torch_runtime_only, test_torch_runtime_only) runs them from the bundle and compares.
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>

@@ -16,6 +16,9 @@
 
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
+#include <triton_embed/autotune.h>
+#include <triton_embed/jit.h>
+#include <triton_embed/torch.h>
 
 #include <cmath>
 #include <cstdint>
@@ -26,10 +29,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <triton_embed/autotune.h>
-#include <triton_embed/jit.h>
-#include <triton_embed/torch.h>
 
 namespace te = triton_embed;
 using namespace triton_embed::literals;
@@ -242,9 +241,9 @@ std::string run_matmul(const std::string& dir, const std::string& name,
                          C.stride(0), C.stride(1), "ACTIVATION"_a = activation.c_str());
     if (r == nullptr) throw std::runtime_error(name + ": no tuning result after the launch");
     // The key is tuned: prepare() gives the chosen configuration's kernel without tuning.
-    add_kernel(out, mm.prepare(grid, A, B, C, M, N, K, A.stride(0), A.stride(1), B.stride(0),
-                               B.stride(1), C.stride(0), C.stride(1),
-                               "ACTIVATION"_a = activation.c_str()));
+    add_kernel(
+        out, mm.prepare(grid, A, B, C, M, N, K, A.stride(0), A.stride(1), B.stride(0), B.stride(1),
+                        C.stride(0), C.stride(1), "ACTIVATION"_a = activation.c_str()));
     out.add("grid", array({std::to_string(te::cdiv(M, config_int(r->best, "BLOCK_M")) *
                                           te::cdiv(N, config_int(r->best, "BLOCK_N")))}));
   }
@@ -262,9 +261,12 @@ std::string run_attention(const std::string& dir, const std::string& name,
   const int64_t D = int_arg(a, "HEAD_DIM");
   const bool causal = int_arg(a, "causal") != 0;
   const double sm_scale = std::stod(str_arg(a, "sm_scale"));  // Python's repr: exact
-  const at::Tensor q = read_tensor(dir + "/" + name + ".q.bin", {Z, H, N_CTX, D}, at::kHalf, device);
-  const at::Tensor k = read_tensor(dir + "/" + name + ".k.bin", {Z, H, N_CTX, D}, at::kHalf, device);
-  const at::Tensor v = read_tensor(dir + "/" + name + ".v.bin", {Z, H, N_CTX, D}, at::kHalf, device);
+  const at::Tensor q =
+      read_tensor(dir + "/" + name + ".q.bin", {Z, H, N_CTX, D}, at::kHalf, device);
+  const at::Tensor k =
+      read_tensor(dir + "/" + name + ".k.bin", {Z, H, N_CTX, D}, at::kHalf, device);
+  const at::Tensor v =
+      read_tensor(dir + "/" + name + ".v.bin", {Z, H, N_CTX, D}, at::kHalf, device);
   at::Tensor o = nan_tensor({Z, H, N_CTX, D}, at::kHalf, device);
   at::Tensor m = nan_tensor({Z * H, N_CTX}, at::kFloat, device);
   auto grid = [&](const te::Meta& meta) {
@@ -282,7 +284,8 @@ std::string run_attention(const std::string& dir, const std::string& name,
   synchronize(device);
 
   Obj out;
-  out.str("case", name).str("device", device.str())
+  out.str("case", name)
+      .str("device", device.str())
       .str("kernel", "pykernels.attention.attn_fwd_kernel");
   Obj args;
   args.num("sm_scale", sm_scale).integer("Z", Z).integer("H", H).integer("N_CTX", N_CTX);

@@ -43,7 +43,9 @@ def desc(address, dtype, shape, strides, block_shape, padding="zero", round_f32_
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     extra = {"round_f32_to_tf32": True} if round_f32_to_tf32 else {}
-    return TensorDescriptor(P(address, dtype), list(shape), list(strides), list(block_shape), padding, **extra)
+    return TensorDescriptor(
+        P(address, dtype), list(shape), list(strides), list(block_shape), padding, **extra
+    )
 
 
 class FakeDriver:

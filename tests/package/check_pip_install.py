@@ -27,7 +27,9 @@ check = r"""
 import os, sys, torch
 import triton_embed
 target = sys.argv[1]
-assert os.path.realpath(triton_embed.library_path).startswith(os.path.realpath(target)), triton_embed.library_path
+assert os.path.realpath(triton_embed.library_path).startswith(os.path.realpath(target)), (
+    triton_embed.library_path
+)
 assert triton_embed.ops is torch.ops.triton_embed
 x = torch.randn(4, 33, requires_grad=True)
 w = torch.randn(33)

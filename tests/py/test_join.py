@@ -6,10 +6,8 @@ import subprocess
 import sys
 
 import pytest
-
-from conftest import P
-
 import te_pyext
+from conftest import P
 
 
 def test_joins_the_running_interpreter():

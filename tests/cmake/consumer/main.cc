@@ -13,7 +13,8 @@ int main() {
     const te::CompiledKernel& k = add.compile(p, p, p, 4096, 1024);
     std::printf("consumer: %s -> %s (%s)\n", k.signature().c_str(), k.hash().c_str(),
                 k.target().c_str());
-    for (const auto& path : te::runtime_info().python_paths) std::printf("  sys.path += %s\n", path.c_str());
+    for (const auto& path : te::runtime_info().python_paths)
+      std::printf("  sys.path += %s\n", path.c_str());
     return k.hash().size() == 64 ? 0 : 1;
   } catch (const te::Error& e) {
     std::fprintf(stderr, "consumer: %s\n", e.what());

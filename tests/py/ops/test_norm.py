@@ -90,7 +90,9 @@ def test_opcheck(device):
     torch.library.opcheck(ops.layer_norm.default, (x, [33], w, b))
     torch.library.opcheck(ops.layer_norm.default, (x.clone().requires_grad_(), [33], w, None))
     torch.library.opcheck(ops.rms_norm.default, (x, [33], w))
-    torch.library.opcheck(ops.rms_norm.default, (x.clone().requires_grad_(), [33], w.clone().requires_grad_()))
+    torch.library.opcheck(
+        ops.rms_norm.default, (x.clone().requires_grad_(), [33], w.clone().requires_grad_())
+    )
     y, mean, rstd = ops.layer_norm_forward(x, [33], w, b)
     torch.library.opcheck(ops.layer_norm_forward.default, (x, [33], w, b))
     torch.library.opcheck(ops.layer_norm_backward.default,
