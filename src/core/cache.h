@@ -164,7 +164,7 @@ struct Cache {
   EntryTable table;
   std::mutex mu;                                // guards inserts, entries and building
   std::vector<std::unique_ptr<Entry>> entries;  // those the table holds
-  std::vector<std::unique_ptr<Entry>> retired;  // forgotten (clear()), kept alive
+  std::vector<std::unique_ptr<Entry>> retired;  // forgotten by an unload, or built as one ran
   OncePerKey building;                          // keys being compiled (or read from a bundle)
 };
 
