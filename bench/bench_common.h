@@ -71,6 +71,20 @@ struct Driver {
   }
 };
 
+// Device 0's primary context made current, and a non-blocking stream on it (the programs
+// linked to the runtime only: they make what a torch program gets from torch).
+inline CUstream primary_context_stream(const Driver& d) {
+  check(d.init(0), "cuInit");
+  CUdevice dev;
+  check(d.device_get(&dev, 0), "cuDeviceGet");
+  CUcontext ctx;
+  check(d.primary_ctx_retain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  check(d.ctx_set_current(ctx), "cuCtxSetCurrent");
+  CUstream s;
+  check(d.stream_create(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  return s;
+}
+
 // The q-quantile (0..1) of v, nearest rank.
 inline double quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());

@@ -59,14 +59,7 @@ double rss_mib() {
 
 int run(const char* bundle) {
   const bench::Driver d;
-  check(d.init(0), "cuInit");
-  CUdevice dev;
-  check(d.device_get(&dev, 0), "cuDeviceGet");
-  CUcontext ctx;
-  check(d.primary_ctx_retain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  check(d.ctx_set_current(ctx), "cuCtxSetCurrent");
-  CUstream s;
-  check(d.stream_create(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  const CUstream s = bench::primary_context_stream(d);
   constexpr int64_t kN = 4096;
   std::vector<float> hx(kN), hy(kN), ho(kN, -1.0f);
   for (int64_t i = 0; i < kN; ++i) {

@@ -22,7 +22,9 @@ ROOT = os.path.dirname(HERE)
 
 
 def run_json(cmd, env=None):
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        raise RuntimeError("%s exited with %d:\n%s" % (" ".join(cmd), out.returncode, out.stderr))
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -136,6 +138,22 @@ def targets(r):
             r["bundle_first_launch_s"], 0.020, r["bundle_first_launch_s"] <= 0.020)
         add("bundle: resident memory that loading and the first launch add <= 10 MiB",
             r["bundle_rss_added_mib"], 10.0, r["bundle_rss_added_mib"] <= 10.0)
+    if "widen_launch_widened_ratio" in r:
+        add("widened bundle: a launch through a widened entry (add_kernel at n = 4097, the "
+            "twin with n unspecialised) <= 1.10x raw", r["widen_launch_widened_ratio"], 1.10,
+            r["widen_launch_widened_ratio"] <= 1.10 and r["widen_launch_widened_correct"])
+        add("widened bundle: n = 1 (a constexpr in Triton) through that twin <= 1.10x raw",
+            r["widen_launch_one_ratio"], 1.10,
+            r["widen_launch_one_ratio"] <= 1.10 and r["widen_launch_one_correct"])
+        add("a bundle of 10,000 entries: load and first launch <= 50 ms (context excluded)",
+            r["widen_large10000_load_and_first_launch_ms"], 50.0,
+            r["widen_large10000_load_and_first_launch_ms"] <= 50.0
+            and r["widen_large10000_correct"])
+        for kind in ("exact", "less_specialised"):
+            small = r["widen_large100_miss_%s_us" % kind]
+            big = r["widen_large10000_miss_%s_us" % kind]
+            add("a miss resolved from a bundle of 10,000 entries (%s) costs <= 2x one of 100 "
+                "entries" % kind.replace("_", " "), big / small, 2.0, big <= 2.0 * small)
     ratio8 = r["threads8_ours_launches_per_s"] / r["threads8_raw_launches_per_s"]
     add("8 threads: aggregate >= 0.9x raw", ratio8, 0.9, ratio8 >= 0.9)
     return rows
@@ -296,6 +314,30 @@ def markdown(res):
                           % (r["bundle_hook_ours_us"], r["bundle_hook_raw_us"],
                              r["bundle_hook_ratio"], r["bundle_hook_p25"], r["bundle_hook_p75"],
                              r["bundle_hook_correct"]))
+    if "widen_s" in r:
+        lines += ["", "Widening (`triton-embed-bundle widen` on the bundle this run recorded): "
+                  "%d entries added in %.1f s (%.2f s per entry: one Triton compile each), "
+                  "%d -> %d bytes (%.0f bytes per entry added)."
+                  % (r["widen_added"], r["widen_s"], r["widen_s_per_entry"],
+                     r["widen_bytes_before"], r["widen_bytes_after"], r["widen_bytes_per_entry"]),
+                  "", "| bundle entries | bytes | load + first launch (ms) | miss, exact entry "
+                  "(us) | miss, entry with fewer assumptions (us) |",
+                  "| ---: | ---: | ---: | ---: | ---: |"]
+        for n in (100, 1000, 10000):
+            p = "widen_large%d_" % n
+            lines.append("| %d | %d | %.2f | %.1f | %.1f |" % (
+                n, r[p + "bytes"], r[p + "load_and_first_launch_ms"], r[p + "miss_exact_us"],
+                r[p + "miss_less_specialised_us"]))
+        if "widen_device_add_ratio" in r:
+            lines += ["", "Device time of an entry compiled with fewer assumptions (the widened "
+                      "twin, at size + 1) against the specialised entry (at a multiple of 16), "
+                      "the example's widened bundle; no limit, what dropping a specialisation "
+                      "costs:", "", "| kernel | specialised us | twin us | ratio | twin |",
+                      "| --- | ---: | ---: | ---: | --- |"]
+            for k in ("add", "matmul", "rope"):
+                p = "widen_device_%s_" % k
+                lines.append("| %s | %.2f | %.2f | %.3f | `%s` |" % (
+                    k, r[p + "specialised_us"], r[p + "twin_us"], r[p + "ratio"], r[p + "twin"]))
     if "tma_pre_hook_best" in r:
         lines += ["", "The pre-hook row's choice: `%s`." % r["tma_pre_hook_best"]]
     if "cu_ctx_get_current_us" in r:
@@ -376,10 +418,57 @@ def chart(res, path):
     fig.savefig(path, dpi=120)
 
 
+def median_runs(cmd, env, n=3):
+    """The median of each number over n fresh processes of cmd (JSON lines), flags all-true."""
+    runs = [run_json(cmd, env) for _ in range(n)]
+    out = {}
+    for k, v in runs[0].items():
+        if isinstance(v, bool):
+            out[k] = all(r[k] for r in runs)
+        elif isinstance(v, (int, float)):
+            out[k] = sorted(r[k] for r in runs)[n // 2]
+        else:
+            out[k] = v
+    return out
+
+
+def widen(build, teb, env, block_teb=None):
+    """Issue 37's rows: `triton-embed-bundle widen` on the bundle launch_bench recorded (its time
+    and what it adds per entry), launches through the widened entries, a bundle of 10,000
+    entries, and, with the example's widened bundle, device time of the entries compiled with
+    fewer assumptions against the specialised ones."""
+    import re
+    import time
+
+    tool = os.path.join(build, "triton-embed-bundle")
+    wb = os.path.join(build, "bench", "widen_bench")
+    wide = teb[:-len(".teb")] + "_wide.teb"
+    t0 = time.time()
+    out = subprocess.run([tool, "widen", "-o", wide, teb], check=True, capture_output=True,
+                         text=True, env=env).stdout
+    res = {"widen_s": time.time() - t0}
+    m = re.search(r"entries \((\d+) added, (\d+) bytes of code\).*?(\d+) -> (\d+) bytes", out)
+    res.update({"widen_added": int(m.group(1)), "widen_code_bytes": int(m.group(2)),
+                "widen_bytes_before": int(m.group(3)), "widen_bytes_after": int(m.group(4))})
+    res["widen_s_per_entry"] = res["widen_s"] / max(res["widen_added"], 1)
+    res["widen_bytes_per_entry"] = ((res["widen_bytes_after"] - res["widen_bytes_before"])
+                                    / max(res["widen_added"], 1))
+    res.update({"launch_" + k: v for k, v in median_runs([wb, "launch", wide], env).items()})
+    for n in (100, 1000, 10000):
+        res.update({"large%d_%s" % (n, k): v
+                    for k, v in median_runs([wb, "large", wide, str(n)], env).items()})
+    if block_teb:
+        res.update({"device_" + k: v
+                    for k, v in median_runs([wb, "device", wide, block_teb], env, 1).items()})
+    return res
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--out", required=True)
+    p.add_argument("--block-bundle", default=None,
+                   help="the example's widened bundle (examples/deploy): device-time rows")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     bench = os.path.join(a.build, "bench", "launch_bench")
@@ -405,6 +494,7 @@ def main():
         for k in flags:
             bundle[k] = all(r.get(k, False) for r in runs)
         bundle["runs"] = runs
+        wide = widen(a.build, teb, env, a.block_bundle)
         subprocess.run([sys.executable, os.path.join(HERE, "python_bench.py"), "launch", py],
                        check=True, env=env)
         results = {}
@@ -412,6 +502,7 @@ def main():
             with open(path) as f:
                 results.update(json.load(f))
     results.update({"bundle_" + k: v for k, v in bundle.items() if k != "runs"})
+    results.update({"widen_" + k if not k.startswith("widen_") else k: v for k, v in wide.items()})
     res = {"command": " ".join(["python3", "bench/run.py"] + sys.argv[1:]),
            "versions": versions(), "results": results, "bundle_runs": bundle["runs"],
            "first_launch": first_launches(bench, env)}

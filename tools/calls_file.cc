@@ -318,14 +318,13 @@ std::vector<std::string> tokens(const std::string& s) {
 // A value list: integers separated by ',' (`16,256,4096`), where `...` after three or more
 // continues their constant step or ratio up to the value after it (`1,2,4,...,65536`).
 // Returns false when `s` is not a list (no ','); a list that is not well formed is an error.
-bool parse_list(std::string_view s, const std::string& file, int line, const std::string& what,
+bool parse_list(std::string_view s, const std::string& where, const std::string& what,
                 std::vector<Value>& out) {
   if (s.find(',') == std::string_view::npos || s.find_first_of("\"'") != std::string_view::npos) {
     return false;
   }
   auto fail = [&](const std::string& why) {
-    syntax_error(file, line,
-                 what + ": '" + std::string(s) + "': " + why +
+    throw ValueError(where + ": " + what + ": '" + std::string(s) + "': " + why +
                      "; expected a value list of integers, e.g. 16,256,4096 or 1,2,4,...,65536");
   };
   std::vector<std::string_view> parts;
@@ -381,6 +380,26 @@ bool parse_list(std::string_view s, const std::string& file, int line, const std
   return true;
 }
 
+}  // namespace
+
+std::vector<int64_t> parse_values(std::string_view text, const std::string& where) {
+  std::vector<Value> list;
+  Value one;
+  if (!parse_list(text, where, "values", list)) {
+    if (!parse_int(text, one) || one.kind != Value::Kind::kInt || one.big) {
+      throw ValueError(where + ": values: '" + std::string(text) +
+                       "' is not an integer; expected an integer or a value list, e.g. "
+                       "16,256,4096 or 1,2,4,...,65536");
+    }
+    list.push_back(one);
+  }
+  std::vector<int64_t> out;
+  for (const Value& v : list) out.push_back(v.i);
+  return out;
+}
+
+namespace {
+
 // Where a value list goes in a call: a positional argument, or a named one (`named`).
 struct ListSlot {
   bool named = false;
@@ -434,7 +453,8 @@ Call parse_call(const std::vector<std::string>& toks, const std::string& file, i
         syntax_error(file, line, "'" + n.name + "' is given twice; expected each NAME=VALUE once");
       }
       std::vector<Value> list;
-      if (parse_list(std::string_view(t).substr(eq + 1), file, line, n.name, list)) {
+      if (parse_list(std::string_view(t).substr(eq + 1), file + ":" + std::to_string(line), n.name,
+                     list)) {
         n.value = list.front();
         lists.push_back({true, c.named.size(), std::move(list)});
       } else {
@@ -453,7 +473,8 @@ Call parse_call(const std::vector<std::string>& toks, const std::string& file, i
               "=...'; expected positional arguments first, then NAME=VALUE items (as in Python)");
     }
     std::vector<Value> list;
-    if (parse_list(t, file, line, "argument " + std::to_string(c.positional.size() + 1), list)) {
+    if (parse_list(t, file + ":" + std::to_string(line),
+                   "argument " + std::to_string(c.positional.size() + 1), list)) {
       lists.push_back({false, c.positional.size(), list});
       c.positional.push_back(std::move(list.front()));
       continue;

@@ -83,6 +83,10 @@ std::vector<Call> read_calls_file(const std::string& path, std::vector<RuleDecl>
 std::vector<Call> parse_calls(std::string_view text, const std::string& file,
                               std::vector<RuleDecl>* rules = nullptr);
 
+// An integer, or a value list of them as a calls file writes one (`16,256,4096`,
+// `1,2,3,...,64`), in order. ValueError "`where`: what; expected what" for other text.
+std::vector<int64_t> parse_values(std::string_view text, const std::string& where);
+
 // A call's arguments as the library's compiled entry points take them: positional values, then
 // named ones with their names, and the options. It points into the Call, which must outlive it.
 struct BoundCall {

@@ -13,6 +13,12 @@
 //                                             call's key (on the GPU, on each kernel's
 //                                             #grid; with --target, compile-only, for
 //                                             kernels whose benchmark launches nothing)
+//   triton-embed-bundle widen -o OUT [--python-path DIR]... [--rule MODULE:KERNEL=RULE]...
+//                             [--values MODULE:KERNEL:PARAM=VALUES]... [--no-generic] IN
+//                                             IN with each entry's twin compiled with its
+//                                             integer arguments unspecialised, entries at
+//                                             other constexpr values, and tuning rules
+//                                             (src/bundle/widen.h; docs/aot.md)
 //
 // Exit status: 0 done, 1 a bundle could not be read, merged, built or written (the message on
 // stderr says which and why), 2 bad usage. A subcommand is one row of kCommands.
@@ -50,6 +56,7 @@
 #include "base/errors.h"
 #include "bundle/format.h"
 #include "bundle/store.h"
+#include "bundle/widen.h"
 #include "calls_file.h"
 #include "core/jit_internal.h"
 #include "core/kernel_state.h"
@@ -697,6 +704,111 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
   return kOk;
 }
 
+// ---- widen --------------------------------------------------------------------------------
+
+// widen -o OUT [--python-path DIR]... [--rule MODULE:KERNEL=RULE | --rule '*=RULE']...
+//       [--values MODULE:KERNEL:PARAM=VALUES]... [--no-generic] IN
+int widen(const std::vector<std::string>& args) {
+  std::string out, input;
+  std::vector<std::string> python_paths;
+  bundle::WidenOptions opts;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--no-generic") {
+      opts.generic = false;
+    } else if (a == "-o" || a == "--python-path" || a == "--rule" || a == "--values") {
+      if (i + 1 == args.size()) throw UsageError{"widen: " + a + " needs a value"};
+      const std::string& v = args[++i];
+      if (a == "-o") {
+        if (!out.empty()) throw UsageError{"widen: -o given twice"};
+        out = v;
+      } else if (a == "--python-path") {
+        python_paths.push_back(v);
+      } else if (a == "--rule") {
+        // MODULE:KERNEL=RULE, or *=RULE (the rule itself may hold '=': M=nearest).
+        const size_t eq = v.find('=');
+        const size_t colon = v.find(':');
+        const bool all = v.compare(0, 2, "*=") == 0;
+        if (!all && (eq == std::string::npos || colon == std::string::npos || colon > eq)) {
+          throw UsageError{"widen: --rule '" + v +
+                           "': expected MODULE:KERNEL=RULE (e.g. "
+                           "pykernels.matmul:matmul_kernel=M=nearest) or *=RULE (every "
+                           "autotuned kernel the bundle has no rule for)"};
+        }
+        opts.rules.emplace_back(
+            all ? "*" : v.substr(0, colon) + "." + v.substr(colon + 1, eq - colon - 1),
+            v.substr(eq + 1));
+      } else {
+        // MODULE:KERNEL:PARAM=VALUES
+        const size_t eq = v.find('=');
+        const size_t c1 = v.find(':');
+        const size_t c2 = c1 == std::string::npos ? c1 : v.find(':', c1 + 1);
+        if (eq == std::string::npos || c2 == std::string::npos || c2 > eq) {
+          throw UsageError{"widen: --values '" + v +
+                           "': expected MODULE:KERNEL:PARAM=VALUES, e.g. "
+                           "pykernels.rope:rope_kernel:BATCH=1,2,3,...,64"};
+        }
+        bundle::WidenOptions::Values x;
+        x.kernel = v.substr(0, c1) + "." + v.substr(c1 + 1, c2 - c1 - 1);
+        x.param = v.substr(c2 + 1, eq - c2 - 1);
+        try {
+          x.values = tools::parse_values(v.substr(eq + 1), "--values " + x.kernel + ":" + x.param);
+        } catch (const te::ValueError& e) {
+          throw UsageError{std::string("widen: ") + e.what()};
+        }
+        opts.values.push_back(std::move(x));
+      }
+    } else if (!a.empty() && a[0] == '-') {
+      throw UsageError{"widen: unknown option '" + a + "'"};
+    } else {
+      if (!input.empty()) throw UsageError{"widen: give one input bundle (merge bundles first)"};
+      input = a;
+    }
+  }
+  if (out.empty()) throw UsageError{"widen: give the output file with -o OUT"};
+  if (input.empty()) throw UsageError{"widen: give the bundle to widen"};
+
+  const bundle::Bundle in = bundle::Bundle::open(input);  // refused before Python starts
+  load_jit_layer();
+  te::RuntimeOptions options;
+  options.python_paths = python_paths;
+  te::initialize(options);
+  bundle::WidenReport report;
+  bundle::Contents widened = bundle::widen(in, opts, &report);
+  widened.producer.note =
+      "widened by triton-embed-bundle from " + input + " (" + std::string(in.producer().note) + ")";
+  const std::string bytes = bundle::serialize(widened);
+  bundle::write_file(widened, out);
+
+  size_t code = 0;
+  for (const bundle::WidenReport::Added& x : report.added) {
+    std::cout << "added: " << x.target << " " << x.kernel << ": " << x.signature;
+    if (!x.options.empty()) std::cout << " [" << x.options << "]";
+    std::cout << " (" << x.because << "; " << x.bytes << " bytes of code)\n";
+    code += x.bytes;
+  }
+  for (const std::string& r : report.rules) std::cout << "rule: " << r << "\n";
+  for (const std::string& n : report.notes) std::cout << "note: " << n << "\n";
+  for (const bundle::WidenReport::NotAdded& n : report.not_added) {
+    std::cout << "not added: " << n.kernel << " " << n.what << ": " << n.why << "\n";
+  }
+  const size_t n = report.added.size();
+  const long long growth = static_cast<long long>(bytes.size()) - static_cast<long long>(in.size());
+  auto count = [](size_t k, const char* one, const char* many) {
+    return std::to_string(k) + " " + (k == 1 ? one : many);
+  };
+  std::cout << "wrote " << out << ": " << count(widened.kernels.size(), "kernel", "kernels") << ", "
+            << count(widened.entries.size(), "entry", "entries") << " (" << n << " added, " << code
+            << " bytes of code), " << count(widened.records.size(), "record", "records") << " ("
+            << report.records_added + report.rules.size() << " added); " << in.size() << " -> "
+            << bytes.size() << " bytes (" << (growth >= 0 ? "+" : "") << growth;
+  if (n > 0) std::cout << ", " << growth / static_cast<long long>(n) << " per entry added";
+  std::cout << ")";
+  if (!report.not_added.empty()) std::cout << "; " << report.not_added.size() << " not added";
+  std::cout << "\n";
+  return kOk;
+}
+
 struct Command {
   const char* name;
   const char* usage;
@@ -720,6 +832,15 @@ constexpr Command kCommands[] = {
      "                                            on the GPU (--target: compile-only; --rule, "
      "--buffer-mib N)",
      [](const std::vector<std::string>& a) { return build_or_tune(a, true); }},
+    {"widen",
+     "widen -o OUT [--python-path DIR]... [--rule MODULE:KERNEL=RULE]... IN\n"
+     "                                            add to IN each entry's twin with its "
+     "integers\n"
+     "                                            unspecialised (--values "
+     "MODULE:KERNEL:PARAM=VALUES:\n"
+     "                                            entries at other constexpr values; "
+     "--no-generic)",
+     widen},
 };
 
 void usage(std::ostream& os) {

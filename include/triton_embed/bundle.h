@@ -94,6 +94,17 @@ TRITON_EMBED_API void unload_bundles();
  *  same when the process exits. */
 TRITON_EMBED_API void write_bundle(const std::string& path);
 
+/*! \brief Widens what this process records (write_bundle(), \c TRITON_EMBED_RECORD), as
+ *  \c triton-embed-bundle \c widen does: each entry is written with its twin compiled with
+ *  every runtime integer unspecialised (no "divisible by 16", not the constant 1), so that a
+ *  program without Python serves every value of those integers from the bundle. Off by
+ *  default; \c TRITON_EMBED_RECORD_WIDEN=1 turns it on too. The twins are compiled when the
+ *  bundle is written (by write_bundle(), or before the interpreter closes at exit), never on a
+ *  launch: one Triton compile per entry with an integer specialisation (Triton's disk cache
+ *  keeps them for the next run). Needs the JIT layer; without it the recording is written as
+ *  it is, and says so. */
+TRITON_EMBED_API void set_record_widening(bool on);
+
 /*! \brief A bundle entry that serves a launch in place of the entry it asked for, reported
  *  once per kernel and cache key (target, options and specialisation) when the key is first
  *  looked up: the PTX of an older target (which the CUDA driver compiles for the GPU), or an

@@ -106,8 +106,8 @@ uint32_t serving_target(const std::vector<uint32_t>& have, uint32_t target) {
   return best;
 }
 
-// Whether every name rule r gives a dimension of is a key parameter of t; else *bad is the
-// first that is not, and *keys the key parameters' names.
+}  // namespace
+
 bool rule_fits(const TuningRule& r, const KernelState& k, const TuneLayer& t, std::string* bad,
                std::string* keys) {
   keys->clear();
@@ -125,8 +125,6 @@ bool rule_fits(const TuningRule& r, const KernelState& k, const TuneLayer& t, st
   }
   return true;
 }
-
-}  // namespace
 
 std::string encode_layers(const KernelState& k) {
   if (k.layers.empty()) return std::string();

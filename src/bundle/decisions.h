@@ -51,6 +51,11 @@ void record_decisions(const KernelState& k, uint32_t kernel, Contents& out);
 // kernel `kernel`.
 Record rule_record(uint32_t kernel, size_t layer, const std::string& text);
 
+// Whether every name rule r gives a dimension of is a key parameter of t; else *bad is the
+// first that is not, and *keys the key parameters' names.
+bool rule_fits(const TuningRule& r, const KernelState& k, const TuneLayer& t, std::string* bad,
+               std::string* keys);
+
 // The tuning rule `c` holds for k's autotune layer `layer`: false when it holds none. Throws
 // BundleError (kCorrupt) naming `where` for a rule record that does not decode, or names an
 // argument that is not a key of the layer.

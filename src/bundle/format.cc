@@ -41,9 +41,15 @@ constexpr const char* kSectionName[] = {"",        "strings", "words",   "tma",
                                         "kernels", "entries", "records", "blobs"};
 constexpr size_t kTmaSize = 48;
 constexpr size_t kKernelSize = 96;
-constexpr size_t kEntrySize = 216;
+constexpr size_t kEntrySize = 224;    // version 2: with the CRC-32s of the cubin and the ptx
+constexpr size_t kEntrySizeV1 = 216;  // version 1: without them
 constexpr size_t kRecordSize = 40;
 constexpr size_t kItemSize[] = {0, 1, 8, kTmaSize, kKernelSize, kEntrySize, kRecordSize, 1};
+
+// The size of a section's items in a file of format `version`.
+size_t item_size(uint32_t kind, uint32_t version) {
+  return kind == kEntries && version == 1 ? kEntrySizeV1 : kItemSize[kind];
+}
 
 constexpr const char* kDamaged = "; the file is damaged (copy it again, or rebuild it)";
 constexpr const char* kCutShort = "; the file was cut short (copy it again)";
@@ -290,6 +296,8 @@ void entry_layout(E& e, V& v) {
   v.flag(208, e.meta.launch_cooperative_grid, "launch_cooperative_grid");
   v.flag(209, e.meta.launch_pdl, "launch_pdl");
   v.flag(210, e.oversized_shared_mode, "oversized_shared_mode");
+  v.blob_crc(216, e.meta.cubin, e.cubin_crc);  // version 2 on
+  v.blob_crc(220, e.meta.ptx, e.ptx_crc);
 }
 
 template <class R, class V>
@@ -326,6 +334,8 @@ class Encoder {
   void word(size_t at, bool v) { it_.u32(at, v ? 1 : 0); }
   void str(size_t at, std::string_view v, const char*) { it_.ref(at, strings_.add(v)); }
   void blob(size_t at, std::string_view v, const char*) { it_.ref(at, blobs_.add(v)); }
+  // The CRC-32 of the blob's bytes, whatever the item says (reading gives it).
+  void blob_crc(size_t at, std::string_view v, uint32_t) { it_.u32(at, crc32(v.data(), v.size())); }
   void words(size_t at, const std::vector<uint64_t>& w, const char*) {
     const Range r = add_words(words_, w);
     it_.u64(at, r.first);
@@ -533,6 +543,14 @@ class Parser {
     return version_;
   }
 
+  // The blobs section's CRC, which opening a file of `version` 2 on leaves out
+  // (Bundle::check_blobs), for a file that opened.
+  void check_blobs_crc(uint32_t version) {
+    version_ = version;
+    read_table_entry(kBlobs - 1);
+    check_crc(kBlobs);
+  }
+
  private:
   [[noreturn]] void fail(Reason r, const std::string& why) const {
     static constexpr const char* kWord[] = {"cannot read", "truncated", "corrupt",
@@ -608,8 +626,8 @@ class Parser {
         h.entry_size != kSectionEntrySize || h.flags != 0) {
       corrupt("header size " + std::to_string(h.header_size) + ", " +
               std::to_string(h.section_count) + " sections of " + std::to_string(h.entry_size) +
-              " bytes, flags " + hex32(h.flags) +
-              "; format version 1 has 128, 7 sections of 40 bytes, flags 0");
+              " bytes, flags " + hex32(h.flags) + "; format version " + std::to_string(version_) +
+              " has 128, 7 sections of 40 bytes, flags 0");
     }
     if (n_ < kTableEnd) {
       corrupt("the file (" + std::to_string(n_) + " bytes) ends inside the section table");
@@ -621,25 +639,43 @@ class Parser {
     }
   }
 
+  // Entry i of the section table into sec_[i + 1], checking its kind and item size.
+  void read_table_entry(uint32_t i) {
+    TableEntry t;
+    Decoder d{*this, p_ + kHeaderSize + i * kSectionEntrySize, "section", i};
+    table_entry_layout(t, d);
+    const uint32_t kind = i + 1;
+    const size_t item = item_size(kind, version_);
+    if (t.kind != kind || t.item_size != item) {
+      corrupt("section #" + std::to_string(i) + " has kind " + std::to_string(t.kind) +
+              " and items of " + std::to_string(t.item_size) + " bytes; expected kind " +
+              std::to_string(kind) + " (" + kSectionName[kind] + ") with items of " +
+              std::to_string(item) + " bytes");
+    }
+    Section& s = sec_[kind];
+    s.offset = t.offset;
+    s.extent = t.extent;
+    s.count = t.count;
+    s.crc = t.crc;
+  }
+
+  void check_crc(uint32_t kind) const {
+    const Section& s = sec_[kind];
+    const uint32_t got = crc32(p_ + s.offset, s.extent);
+    if (s.crc != got) {
+      corrupt(std::string("section '") + kSectionName[kind] + "' (bytes " +
+              std::to_string(s.offset) + ".." + std::to_string(s.offset + s.extent) +
+              "): its CRC-32 is " + hex32(s.crc) + ", its bytes give " + hex32(got));
+    }
+  }
+
   void check_sections() {
     uint64_t at = kTableEnd;
     for (uint32_t i = 0; i < kSectionCount; ++i) {
-      TableEntry t;
-      Decoder d{*this, p_ + kHeaderSize + i * kSectionEntrySize, "section", i};
-      table_entry_layout(t, d);
+      read_table_entry(i);
       const uint32_t kind = i + 1;
-      const std::string what = "section #" + std::to_string(i);
-      if (t.kind != kind || t.item_size != kItemSize[kind]) {
-        corrupt(what + " has kind " + std::to_string(t.kind) + " and items of " +
-                std::to_string(t.item_size) + " bytes; expected kind " + std::to_string(kind) +
-                " (" + kSectionName[kind] + ") with items of " + std::to_string(kItemSize[kind]) +
-                " bytes");
-      }
-      Section& s = sec_[kind];
-      s.offset = t.offset;
-      s.extent = t.extent;
-      s.count = t.count;
-      s.crc = t.crc;
+      const Section& s = sec_[kind];
+      const size_t item = item_size(kind, version_);
       const std::string name = std::string("section '") + kSectionName[kind] + "'";
       const uint64_t align = kind == kBlobs ? kBlobAlign : 8;
       if (s.offset != at || s.offset % align != 0 || s.extent > n_ - s.offset) {
@@ -647,10 +683,9 @@ class Parser {
                 ": expected to start at byte " + std::to_string(at) + ", " + std::to_string(align) +
                 "-byte aligned, within the file's " + std::to_string(n_) + " bytes");
       }
-      if (s.count > s.extent / kItemSize[kind]) {
-        corrupt(name + " holds " + std::to_string(s.count) + " items of " +
-                std::to_string(kItemSize[kind]) + " bytes in " + std::to_string(s.extent) +
-                " bytes");
+      if (s.count > s.extent / item) {
+        corrupt(name + " holds " + std::to_string(s.count) + " items of " + std::to_string(item) +
+                " bytes in " + std::to_string(s.extent) + " bytes");
       }
       at = s.offset + s.extent;
     }
@@ -658,14 +693,11 @@ class Parser {
       corrupt("the sections end at byte " + std::to_string(at) + ", the file at " +
               std::to_string(n_));
     }
+    // From version 2 on each blob is checked when it is first used (Bundle::check_cubin,
+    // check_ptx), not here: opening takes time in proportion to the metadata, not to the
+    // cubins, and only the cubins used are read.
     for (uint32_t kind = 1; kind <= kSectionCount; ++kind) {
-      const Section& s = sec_[kind];
-      const uint32_t want = s.crc, got = crc32(p_ + s.offset, s.extent);
-      if (want != got) {
-        corrupt(std::string("section '") + kSectionName[kind] + "' (bytes " +
-                std::to_string(s.offset) + ".." + std::to_string(s.offset + s.extent) +
-                "): its CRC-32 is " + hex32(want) + ", its bytes give " + hex32(got));
-      }
+      if (kind != kBlobs || version_ == 1) check_crc(kind);
     }
   }
 
@@ -742,9 +774,10 @@ class Parser {
       kernel_layout(out->kernels[i], d);
     }
     const Section& es = sec_[kEntries];
+    const size_t entry_size = item_size(kEntries, version_);
     out->entries.resize(es.count);
     for (size_t i = 0; i < es.count; ++i) {
-      Decoder d{*this, p_ + es.offset + i * kEntrySize, "entry", i};
+      Decoder d{*this, p_ + es.offset + i * entry_size, "entry", i};
       entry_layout(out->entries[i], d);
     }
     const Section& rs = sec_[kRecords];
@@ -774,6 +807,10 @@ class Parser {
     }
     void blob(size_t at, std::string_view& v, const char* f) const {
       v = p.blob(r + at, {item, index, f});
+    }
+    // Version 2 on: a version 1 entry ends before it.
+    void blob_crc(size_t at, std::string_view, uint32_t& crc) const {
+      crc = p.version_ >= 2 ? rd32(r + at) : 0;
     }
     void words(size_t at, std::vector<uint64_t>& v, const char* f) const {
       v = p.words(r + at, {item, index, f});
@@ -860,8 +897,8 @@ Bundle Bundle::open(const std::string& path) {
     b.data_ = static_cast<const char*>(m);
     b.size_ = size;
   }
-  ::close(fd);                                                     // the mapping stays
-  b.version_ = Parser(b.name_, b.data_, b.size_).parse(&b.view_);  // on failure ~Bundle unmaps
+  ::close(fd);  // the mapping stays
+  b.parse();    // on failure ~Bundle unmaps
   return b;
 }
 
@@ -870,8 +907,52 @@ Bundle Bundle::from_memory(const void* data, size_t size, std::string name) {
   b.name_ = std::move(name);
   b.data_ = static_cast<const char*>(data);
   b.size_ = data ? size : 0;
-  b.version_ = Parser(b.name_, b.data_, b.size_).parse(&b.view_);
+  b.parse();
   return b;
+}
+
+void Bundle::parse() {
+  version_ = Parser(name_, data_, size_).parse(&view_);
+  if (version_ >= 2) {
+    // Value-initialised: zero, nothing checked yet.
+    checked_.reset(new std::atomic<uint8_t>[view_.entries.size() + 1]());
+  }
+}
+
+void Bundle::check_blob(size_t entry, bool ptx) const {
+  if (checked_ == nullptr) return;  // version 1: the blobs section's CRC was checked at open
+  TE_ICHECK(entry < view_.entries.size())
+      << "bundle " << name_ << ": entry #" << entry << " of " << view_.entries.size();
+  const uint8_t bit = ptx ? 2 : 1;
+  std::atomic<uint8_t>& done = checked_[entry];
+  if ((done.load(std::memory_order_acquire) & bit) != 0) return;
+  const EntryView& e = view_.entries[entry];
+  const std::string_view bytes = ptx ? e.meta.ptx : e.meta.cubin;
+  const uint32_t want = ptx ? e.ptx_crc : e.cubin_crc;
+  const uint32_t got = crc32(bytes.data(), bytes.size());
+  if (got != want) {
+    const KernelView& k = view_.kernels[e.kernel];
+    const std::string what = "entry #" + std::to_string(entry) + " (kernel " +
+                             std::string(k.module) + "." + std::string(k.name) + "): its " +
+                             (ptx ? "PTX's" : "cubin's");
+    throw BundleError("bundle " + name_ + ": corrupt: " + what + " CRC-32 is " + hex32(want) +
+                          ", its bytes give " + hex32(got) + kDamaged,
+                      Reason::kCorrupt);
+  }
+  done.fetch_or(bit, std::memory_order_release);
+}
+
+void Bundle::check_blobs() const {
+  if (checked_ == nullptr) return;
+  for (size_t i = 0; i < view_.entries.size(); ++i) {
+    check_cubin(i);
+    check_ptx(i);
+  }
+  // Then the whole section, padding included: what no entry's CRC covers.
+  std::atomic<uint8_t>& done = checked_[view_.entries.size()];
+  if ((done.load(std::memory_order_acquire) & 1) != 0) return;
+  Parser(name_, data_, size_).check_blobs_crc(version_);
+  done.fetch_or(1, std::memory_order_release);
 }
 
 Bundle::Bundle(Bundle&& o) noexcept
@@ -881,7 +962,8 @@ Bundle::Bundle(Bundle&& o) noexcept
       mapping_(std::exchange(o.mapping_, nullptr)),
       mapping_size_(std::exchange(o.mapping_size_, 0)),
       version_(std::exchange(o.version_, 0)),
-      view_(std::exchange(o.view_, ContentsView{})) {}
+      view_(std::exchange(o.view_, ContentsView{})),
+      checked_(std::move(o.checked_)) {}
 
 Bundle& Bundle::operator=(Bundle&& o) noexcept {
   if (this != &o) {
@@ -893,6 +975,7 @@ Bundle& Bundle::operator=(Bundle&& o) noexcept {
     mapping_size_ = std::exchange(o.mapping_size_, 0);
     version_ = std::exchange(o.version_, 0);
     view_ = std::exchange(o.view_, ContentsView{});
+    checked_ = std::move(o.checked_);
   }
   return *this;
 }
@@ -961,6 +1044,7 @@ std::string kernel_text(const KernelView& k) {
 }  // namespace
 
 Contents Bundle::contents() const {
+  check_blobs();
   Contents c;
   c.producer = {own(view_.producer.library_version), own(view_.producer.triton_version),
                 own(view_.producer.note)};
@@ -976,6 +1060,7 @@ Contents merge(const std::vector<const Bundle*>& bundles) {
   std::vector<std::string_view> tritons;
   std::string names;
   for (const Bundle* b : bundles) {
+    b->check_blobs();  // what is copied or compared below is what was written
     names += (names.empty() ? "" : ", ") + b->name();
     const std::string_view t = b->producer().triton_version;
     if (std::find(tritons.begin(), tritons.end(), t) == tritons.end()) tritons.push_back(t);
@@ -1053,6 +1138,7 @@ Contents merge(const std::vector<const Bundle*>& bundles) {
 }
 
 std::string describe(const Bundle& b) {
+  b.check_blobs();  // a damaged bundle is refused, not listed
   std::ostringstream os;
   const ProducerView& p = b.producer();
   os << "bundle " << b.name() << ": format version " << b.format_version() << ", "

@@ -6,14 +6,16 @@
 // write_file), reading one (Bundle: a read-only mapping, validated before it is returned),
 // merging and listing. It knows nothing of Python, torch or the kernel registry.
 //
-// On-disk layout, format version 1. Every integer is little-endian; offsets are from the start
-// of the file; "ref" is {u64 offset, u64 size} into the strings section (text and opaque
-// bytes) or the blobs section (cubin, ptx), relative to that section's start.
+// On-disk layout, format version 2 (version 1 differs only in its entries: 216 bytes, without
+// the CRC-32s of the entry's cubin and PTX, and its blobs are checked at open; it is still
+// read). Every integer is little-endian; offsets are from the start of the file; "ref" is
+// {u64 offset, u64 size} into the strings section (text and opaque bytes) or the blobs section
+// (cubin, ptx), relative to that section's start.
 //
 //   header (128 bytes)
 //     0   u8[8] magic "\x89TEB\r\n\x1a\n" (a non-ASCII first byte and CR LF / ^Z / LF catch
 //               a file copied in text mode)
-//     8   u32   format version (1)
+//     8   u32   format version (2)
 //     12  u32   byte-order mark 0x01020304 (bytes 04 03 02 01)
 //     16  u64   file size: the exact size of the whole file
 //     24  u32   header size (128)     28  u32 section count (7)
@@ -36,7 +38,8 @@
 //     3 tma      (item 48)                       TMA descriptor metadata records
 //     4 kernels  (item 96)                       6 refs: module, name, source_hash, wrapper,
 //                                                params, layers
-//     5 entries  (item 216)                      see kEntrySize in format.cc
+//     5 entries  (item 224; 216 in version 1)    see entry_layout in format.cc; version 2
+//                                                adds 216 u32 cubin CRC-32, 220 u32 ptx CRC-32
 //     6 records  (item 40)                       u32 kind, u32 kernel, u64 key first,
 //                                                u64 key count, ref payload
 //     7 blobs    (item 1, count = bytes used)    cubins and ptx; the section and every blob
@@ -50,16 +53,22 @@
 //   format version                  kTooNew above kFormatVersion, kCorrupt for 0
 //   header CRC                                                else kCorrupt
 //   file size: the header's vs the file's    kTruncated when shorter, kCorrupt when longer
-//   table shape and CRC, the sections' tiling, each section's CRC          else kCorrupt
+//   table shape and CRC, the sections' tiling, each section's CRC (in version 2 all but the
+//   blobs')                                                   else kCorrupt
 //   the contents: every ref in bounds, every index in range, bools 0/1,
 //   blobs 256-aligned                                         else kCorrupt
 // The header CRC is checked before the size so that a damaged size field reads as corrupt,
 // not as truncated; the version is checked before it because a newer format may lay out its
-// header differently.
+// header differently. In version 2 a blob is checked against its entry's CRC-32 when it is
+// first used (Bundle::check_cubin, check_ptx; check_blobs checks all of them and the blobs
+// section's CRC): a large bundle opens in time proportional to its metadata, and only the
+// cubins used are read.
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,7 +81,7 @@
 namespace triton_embed::detail::bundle {
 
 /*! \brief The format version this library writes and the newest it reads. */
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;
 /*! \brief Cubins and PTX start at a multiple of this many bytes in the file, so they can be
  *  given to \c cuModuleLoadData straight from the mapping. */
 inline constexpr size_t kBlobAlign = 256;
@@ -114,6 +123,9 @@ struct BasicEntry {
   std::array<int32_t, 3> cluster_dims = {};
   bool oversized_shared_mode = false;
   std::vector<TmaMeta> tma;  // one per tensor-descriptor leaf, in order
+  // The CRC-32s of meta.cubin and meta.ptx as a version 2 file stores them (0 when read from
+  // version 1). Read only: serialize computes its own, and entry_fields leaves them out.
+  uint32_t cubin_crc = 0, ptx_crc = 0;
 };
 
 /*! \brief Calls f(name, a.field, b.field) for every field of two entries but their identity
@@ -185,10 +197,14 @@ TRITON_EMBED_API void write_file(const Contents& c, const std::string& path);
 
 /*! \brief A bundle, read-only and validated: a file mapped into memory, or bytes embedded in
  *  the executable. Every view it hands out points into those bytes (cubins are never
- *  copied) and lives as long as the Bundle. Movable, not copyable.
+ *  copied) and lives as long as the Bundle. Movable, not copyable. Opening checks all but
+ *  the blobs of a version 2 file: check an entry's cubin or PTX before using it.
  *  \code
  *  auto b = bundle::Bundle::open("kernels.teb");
- *  for (const auto& e : b.entries()) load(e.cubin.data(), e.cubin.size());
+ *  for (size_t i = 0; i < b.entries().size(); ++i) {
+ *    b.check_cubin(i);
+ *    load(b.entries()[i].meta.cubin.data(), b.entries()[i].meta.cubin.size());
+ *  }
  *  \endcode
  */
 class TRITON_EMBED_API Bundle {
@@ -220,12 +236,26 @@ class TRITON_EMBED_API Bundle {
   const std::vector<RecordView>& records() const noexcept { return view_.records; }
   /*! \brief All of the above in one struct. */
   const ContentsView& view() const noexcept { return view_; }
-  /*! \brief An owning copy of the contents (copies the cubins). */
+  /*! \brief An owning copy of the contents (copies the cubins, after check_blobs()). */
   Contents contents() const;
+
+  /*! \brief Checks entry \p entry's cubin against the CRC-32 its entry stores (format
+   *  version 2); once it passed, later calls for the entry return at once. A no-op for
+   *  version 1, whose blobs were checked at open. Thread-safe. Throws BundleError kCorrupt
+   *  naming the bundle and the entry when the bytes differ. */
+  void check_cubin(size_t entry) const { check_blob(entry, false); }
+  /*! \brief As check_cubin, for the entry's PTX. */
+  void check_ptx(size_t entry) const { check_blob(entry, true); }
+  /*! \brief Every entry's cubin and PTX, then the CRC-32 of the whole blobs section (its
+   *  padding included), as opening a version 1 file does: for tools, which read every blob.
+   *  Throws as check_cubin, or naming the section. */
+  void check_blobs() const;
 
  private:
   Bundle() = default;
+  void parse();  // validates the bytes into view_ (all but a version 2 file's blobs)
   void release() noexcept;
+  void check_blob(size_t entry, bool ptx) const;
 
   std::string name_;
   const char* data_ = nullptr;
@@ -234,18 +264,24 @@ class TRITON_EMBED_API Bundle {
   size_t mapping_size_ = 0;
   uint32_t version_ = 0;
   ContentsView view_;
+  // Version 2: per entry, bit 1 once its cubin passed check_cubin, bit 2 its PTX; one more
+  // slot after the entries, bit 1 once the blobs section's CRC passed check_blobs. Null for
+  // version 1. Atomic: a check may run on any thread, and a race only checks twice.
+  std::unique_ptr<std::atomic<uint8_t>[]> checked_;
 };
 
 /*! \brief The union of \p bundles: kernels deduplicated by (module, name, source_hash),
  *  entries by (kernel, target, options, key_words), records by (kernel, kind, key_words).
  *  Identical duplicates are kept once; two that share an identity but differ otherwise
  *  throw BundleError kConflict naming the kernel, the entry and both bundles. The producer
- *  is this library; its note names the inputs. */
+ *  is this library; its note names the inputs. Each input's blobs are checked first
+ *  (Bundle::check_blobs): a damaged input is refused. */
 TRITON_EMBED_API Contents merge(const std::vector<const Bundle*>& bundles);
 
 /*! \brief What \p b holds, for people: the producer, then per kernel its identity and per
  *  entry its target ("cuda:90"), options, hash, key length, signature and cubin / ptx
- *  sizes, and its records' count. Ends with a newline. */
+ *  sizes, and its records' count. Ends with a newline. Checks the blobs first
+ *  (Bundle::check_blobs): a damaged bundle throws, as opening a version 1 file does. */
 TRITON_EMBED_API std::string describe(const Bundle& b);
 
 /*! \brief "cuda:90", or "cuda:90:64" for a warp size other than 32. */

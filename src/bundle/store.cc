@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -19,25 +20,71 @@
 #include "bundle/decisions.h"
 #include "bundle/kernel_table.h"
 #include "bundle/tuning_rule.h"
+#include "bundle/widen.h"
 #include "core/arg_format.h"
 #include "core/cache.h"
 #include "core/compiled_kernel.h"
+#include "core/key_values.h"
 #include "core/registry.h"
 #include "core/source.h"
 #include "core/specialize.h"
 #include "core/target.h"
 #include "core/triton_versions.h"
+#include "core/word_hash.h"
 #include "triton_embed/bundle.h"
 
 namespace triton_embed::detail::bundle {
 
 namespace {
 
+// Where a bundle's entries are, built once when it is loaded: by kernel, options and key
+// words (the entry a call's key names), and by kernel, options and serving class (the entries
+// that may serve a call with fewer assumptions: core/key_values.h). Each bucket lists entry
+// indices in the bundle's order, so a lookup reads the few entries of one bucket whatever the
+// bundle's size, and finds them in the order a search of every entry would.
+struct EntryIndex {
+  std::unordered_map<uint64_t, std::vector<uint32_t>> exact, serving;
+};
+
+// The bucket of kernel `module.name`'s entries compiled with `options` whose key words (or
+// serving class) hash to `words`.
+uint64_t bucket(std::string_view module, std::string_view name, std::string_view options,
+                uint64_t words) {
+  const std::hash<std::string_view> h;
+  uint64_t x = word_hash_round(0x452821E638D01377ull, h(module));
+  x = word_hash_round(x, h(name));
+  x = word_hash_round(x, h(options));
+  return word_hash_round(x, words);
+}
+
+EntryIndex index_entries(const ContentsView& c) {
+  EntryIndex idx;
+  for (uint32_t i = 0; i < c.entries.size(); ++i) {
+    const EntryView& ev = c.entries[i];
+    const KernelView& kv = c.kernels[ev.kernel];
+    const uint64_t* w = ev.key_words.data();
+    const size_t n = ev.key_words.size();
+    idx.exact[bucket(kv.module, kv.name, ev.options, hash_words(0, w, static_cast<uint32_t>(n)))]
+        .push_back(i);
+    idx.serving[bucket(kv.module, kv.name, ev.options, serving_class(w, n))].push_back(i);
+  }
+  return idx;
+}
+
+// The entries of bucket `b` of `map` (none when it has none).
+const std::vector<uint32_t>& bucket_entries(
+    const std::unordered_map<uint64_t, std::vector<uint32_t>>& map, uint64_t b) {
+  static const std::vector<uint32_t> kNone;
+  const auto it = map.find(b);
+  return it == map.end() ? kNone : it->second;
+}
+
 struct Store {
   std::mutex mu;
   // In load order. What the runtime takes from a bundle is a copy (entries, parameter tables,
   // decisions): nothing points into one once the store's lock is released.
   std::deque<Bundle> bundles;
+  std::deque<EntryIndex> indexes;  // indexes[i] is bundles[i]'s
   bool env_loaded = false;
   // How many of the bundles (in load order) have put their decisions into a kernel's
   // heuristic memos, and into an autotune layer's memo for a target: a bundle loaded later
@@ -336,9 +383,11 @@ std::string describe_decisions(const Bundle& b) {
 
 void add(Bundle b) {
   check_whole(b);  // before anything of it is used: a refused bundle adds nothing
+  EntryIndex index = index_entries(b.view());
   Store& s = store();
   std::lock_guard<std::mutex> lock(s.mu);
   s.bundles.push_back(std::move(b));
+  s.indexes.push_back(std::move(index));
 }
 
 void unload_all() {
@@ -348,6 +397,7 @@ void unload_all() {
   std::lock_guard<std::mutex> lock(s.mu);
   s.env_loaded = true;  // TRITON_EMBED_BUNDLE's files are unloaded too, not loaded again
   s.bundles.clear();
+  s.indexes.clear();
   s.heuristics_applied.clear();
   s.choices_applied.clear();
   forget_resolved_kernels();
@@ -490,8 +540,13 @@ void notify(const BundleNotice& n) {
   }
 }
 
-std::unique_ptr<detail::Entry> entry_from(const EntryView& ev, const Key& key, uint64_t hash,
-                                          bool from_ptx) {
+// The runtime's entry for bundle b's entry ev, with its cubin, or only its PTX when from_ptx:
+// the code it hands over is checked against its CRC-32s first, once (Bundle::check_cubin).
+std::unique_ptr<detail::Entry> entry_from(const Bundle& b, const EntryView& ev, const Key& key,
+                                          uint64_t hash, bool from_ptx) {
+  const auto index = static_cast<size_t>(&ev - b.entries().data());
+  if (!from_ptx) b.check_cubin(index);
+  b.check_ptx(index);  // handed over with the cubin too (metadata() copies it)
   auto e = std::make_unique<detail::Entry>();
   e->target = key.target;
   e->options = key.options;
@@ -558,16 +613,20 @@ std::unique_ptr<detail::Entry> bundled_entry(const KernelState& k, const Interne
     // serve.
     const EntryView* older = nullptr;
     const Bundle* older_bundle = nullptr;
-    for (const Bundle& b : s.bundles) {
+    const uint64_t exact = hash_words(0, key.w, key.n);
+    for (size_t bi = 0; bi < s.bundles.size(); ++bi) {
+      const Bundle& b = s.bundles[bi];
       const ContentsView& c = b.view();
-      for (const EntryView& ev : c.entries) {
+      for (uint32_t e :
+           bucket_entries(s.indexes[bi].exact, bucket(k.module, k.name, opts, exact))) {
+        const EntryView& ev = c.entries[e];
         if (ev.key_words.size() != key.n || ev.options != opts ||
             !same_kernel(c.kernels[ev.kernel], k) ||
             !std::equal(ev.key_words.begin(), ev.key_words.end(), key.w) ||
             !fits_descriptors(ev, leaves)) {
           continue;
         }
-        if (ev.target == key.target) return entry_from(ev, key, hash, false);
+        if (ev.target == key.target) return entry_from(b, ev, key, hash, false);
         if (older_or_same_target(ev.target, key.target) && ptx_serves(ev.meta.ptx) &&
             (older == nullptr || target_arch(ev.target) > target_arch(older->target))) {
           older = &ev;
@@ -582,9 +641,13 @@ std::unique_ptr<detail::Entry> bundled_entry(const KernelState& k, const Interne
     } else if (!jit_linked() && !strict()) {
       // No exact entry: a less specialised one (with the JIT layer, Triton compiles the exact
       // specialisation instead, as Python does).
-      for (const Bundle& b : s.bundles) {
+      const uint64_t serving = serving_class(key.w, key.n);
+      for (size_t bi = 0; bi < s.bundles.size(); ++bi) {
+        const Bundle& b = s.bundles[bi];
         const ContentsView& c = b.view();
-        for (const EntryView& ev : c.entries) {
+        for (uint32_t e :
+             bucket_entries(s.indexes[bi].serving, bucket(k.module, k.name, opts, serving))) {
+          const EntryView& ev = c.entries[e];
           if (ev.options != opts || !serves_target(ev, key.target) ||
               !same_kernel(c.kernels[ev.kernel], k) || !fits_descriptors(ev, leaves)) {
             continue;
@@ -603,7 +666,7 @@ std::unique_ptr<detail::Entry> bundled_entry(const KernelState& k, const Interne
     const EntryView& ev = *best.ev;
     notice.ptx = ev.target != key.target;
     notice.less_specialised = best.match.verdict == KeyMatch::Verdict::kServes;
-    out = entry_from(ev, key, hash, notice.ptx);
+    out = entry_from(*best.b, ev, key, hash, notice.ptx);
     if (notice.less_specialised) {
       out->less_specialised = true;
       out->packs_ones = !best.match.ones.empty();
@@ -1161,18 +1224,29 @@ void record_at_exit_if_asked() {
   static std::once_flag once;
   std::call_once(once, [] {
     if (std::getenv("TRITON_EMBED_RECORD") == nullptr) return;
-    std::atexit([] {
-      const char* path = std::getenv("TRITON_EMBED_RECORD");
-      if (path == nullptr || *path == '\0') return;
-      try {
-        write_file(record(), path);
-      } catch (const std::exception& e) {
-        // At exit there is no caller to throw to: say what was not written, once.
-        std::fprintf(stderr, "triton_embed: TRITON_EMBED_RECORD=%s was not written: %s\n", path,
-                     e.what());
-      }
-    });
+    std::atexit(write_recording);
   });
+}
+
+void write_recording() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* path = std::getenv("TRITON_EMBED_RECORD");
+    if (path == nullptr || *path == '\0') return;
+    try {
+      write_file(record_widening() ? widen_recording(record()) : record(), path);
+    } catch (const std::exception& e) {
+      // At exit there is no caller to throw to: say what was not written, once.
+      std::fprintf(stderr, "triton_embed: TRITON_EMBED_RECORD=%s was not written: %s\n", path,
+                   e.what());
+    }
+  });
+}
+
+void write_recording_before_python_closes() {
+  // Widening compiles: it must run while the interpreter still does (a plain recording waits
+  // for the process's last launch, at exit).
+  if (std::getenv("TRITON_EMBED_RECORD") != nullptr && record_widening()) write_recording();
 }
 
 }  // namespace triton_embed::detail::bundle
@@ -1190,7 +1264,8 @@ void load_bundle_from_memory(const void* data, size_t size, std::string_view nam
 void unload_bundles() { detail::bundle::unload_all(); }
 
 void write_bundle(const std::string& path) {
-  detail::bundle::write_file(detail::bundle::record(), path);
+  namespace b = detail::bundle;
+  b::write_file(b::record_widening() ? b::widen_recording(b::record()) : b::record(), path);
 }
 
 void set_bundle_notice_callback(std::function<void(const BundleNotice&)> callback) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/internal_api.h"
 #include "bundle/format.h"
 #include "core/kernel_state.h"
 
@@ -45,5 +46,12 @@ TRITON_EMBED_API std::string describe_decisions(const Bundle& b);
 
 // Writes TRITON_EMBED_RECORD at exit when it is set (registered on the first kernel load).
 void record_at_exit_if_asked();
+
+// Writes TRITON_EMBED_RECORD now, once per process (what the exit handler does).
+void write_recording();
+
+// The JIT layer calls it before the interpreter stops compiling at exit: a recording that
+// widens (record_widening) is written then, while its compiles can run.
+TE_INTERNAL_API void write_recording_before_python_closes();
 
 }  // namespace triton_embed::detail::bundle

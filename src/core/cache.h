@@ -143,7 +143,7 @@ class EntryTable {
     }
   }
   // Caller holds the cache mutex.
-  void insert(Entry* e);
+  TE_INTERNAL_API void insert(Entry* e);
   // Forgets every entry: readers find none from now on (the tables they may be reading stay
   // allocated). Caller holds the cache mutex.
   void clear();

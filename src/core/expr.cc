@@ -15,10 +15,13 @@ namespace {
 
 using i128 = __int128;
 constexpr uint8_t kFormat = 1;
+// Expression format 2: format 1 and the operations appended after kIf (kArgIsDescriptor).
+constexpr uint8_t kDescriptorFormat = 2;
 
 enum class Arity : uint8_t { kLeaf, kUnary, kBinary, kTernary };
 
 Arity arity(Op op) {
+  if (op == Op::kArgIsDescriptor) return Arity::kLeaf;
   if (op <= Op::kArgIsNone) return Arity::kLeaf;
   if (op <= Op::kArgOr) return Arity::kUnary;
   if (op <= Op::kOr) return Arity::kBinary;
@@ -70,9 +73,23 @@ const char* op_text(Op op) {
                                       "is",
                                       "and",
                                       "or",
-                                      "if"};
+                                      "if",
+                                      "isinstance"};
   static_assert(sizeof(kText) / sizeof(kText[0]) == static_cast<size_t>(Op::kCount));
   return kText[static_cast<size_t>(op)];
+}
+
+// Whether op reads parameter `param` of its node.
+bool reads_param(Op op) {
+  return (op >= Op::kArg && op <= Op::kArgIsNone) || op == Op::kArgOr || op == Op::kArgIsDescriptor;
+}
+
+// The expression format a program with these nodes is written in.
+uint8_t format_of(const std::vector<Node>& nodes) {
+  for (const Node& x : nodes) {
+    if (x.op == Op::kArgIsDescriptor) return kDescriptorFormat;
+  }
+  return kFormat;
 }
 
 // ---- encoding: u8 format, u32 node count, then per node: u8 op, u8 flag, u16 param, u32 a, b,
@@ -126,8 +143,7 @@ std::string Program::check(const std::vector<Node>& nodes, uint32_t num_params) 
     if (depth[n] > kMaxDepth) {
       return "node " + std::to_string(n) + ": nested deeper than " + std::to_string(kMaxDepth);
     }
-    const bool reads = (x.op >= Op::kArg && x.op <= Op::kArgIsNone) || x.op == Op::kArgOr;
-    if (reads && x.param >= num_params) {
+    if (reads_param(x.op) && x.param >= num_params) {
       return "node " + std::to_string(n) + ": parameter " + std::to_string(x.param) +
              " of a kernel with " + std::to_string(num_params);
     }
@@ -145,7 +161,7 @@ std::string Program::check(const std::vector<Node>& nodes, uint32_t num_params) 
 void Program::index_reads() {
   reads_.clear();
   for (const Node& x : nodes_) {
-    if ((x.op < Op::kArg || x.op > Op::kArgIsNone) && x.op != Op::kArgOr) continue;
+    if (!reads_param(x.op)) continue;
     const bool dtype = x.op == Op::kArgDType || x.op == Op::kArgElementSize;
     bool seen = false;
     for (const Read& r : reads_) seen |= r.param == x.param && r.dtype == dtype;
@@ -165,9 +181,11 @@ Program Program::from_nodes(std::vector<Node> nodes) {
   return p;
 }
 
+uint8_t Program::format() const noexcept { return format_of(nodes_); }
+
 std::string Program::encode() const {
   std::string out;
-  put(out, kFormat);
+  put(out, format());
   put(out, static_cast<uint32_t>(nodes_.size()));
   for (const Node& x : nodes_) {
     put(out, static_cast<uint8_t>(x.op));
@@ -185,11 +203,17 @@ std::string Program::encode() const {
 }
 
 bool Program::decode(std::string_view bytes, uint32_t num_params, Program* out, std::string* why) {
+  return decode_up_to(bytes, num_params, kDescriptorFormat, out, why);
+}
+
+bool Program::decode_up_to(std::string_view bytes, uint32_t num_params, uint8_t max_format,
+                           Program* out, std::string* why) {
   Reader r{bytes};
   const uint8_t format = r.get<uint8_t>();
-  if (r.ok && format != kFormat) {
+  if (r.ok && (format < kFormat || format > max_format)) {
     *why = "expression format " + std::to_string(format) + ", this library reads " +
-           std::to_string(kFormat);
+           (max_format == kFormat ? std::to_string(kFormat)
+                                  : std::to_string(kFormat) + " and " + std::to_string(max_format));
     return false;
   }
   const uint32_t count = r.get<uint32_t>();
@@ -201,6 +225,11 @@ bool Program::decode(std::string_view bytes, uint32_t num_params, Program* out, 
   for (uint32_t n = 0; r.ok && n < count; ++n) {
     Node x;
     const uint8_t op = r.get<uint8_t>();
+    if (r.ok && format == kFormat && op == static_cast<uint8_t>(Op::kArgIsDescriptor)) {
+      *why = "node " + std::to_string(n) + ": operation " + std::to_string(op) +
+             " (isinstance), which expression format 1 has not";
+      return false;
+    }
     x.op = op < static_cast<uint8_t>(Op::kCount) ? static_cast<Op>(op) : Op::kCount;
     x.flag = r.get<uint8_t>();
     x.param = r.get<uint16_t>();
@@ -793,6 +822,12 @@ struct Eval {
         if (!has(x.param)) return fail(Fault::kKeyError, "an argument the call did not give");
         *out = boolean(args[x.param].kind == ArgKind::kNone);
         return true;
+      case Op::kArgIsDescriptor:
+        // A host descriptor is what Python holds as a triton TensorDescriptor (the caller's
+        // object, or the one the JIT layer makes of a C++ descriptor); nothing else is one.
+        if (!has(x.param)) return fail(Fault::kKeyError, "an argument the call did not give");
+        *out = boolean(args[x.param].kind == ArgKind::kTensorDesc);
+        return true;
       case Op::kArgOr: {
         // Python evaluates the default before the call: its error is raised either way.
         Value d;
@@ -890,6 +925,15 @@ void raise(Fault fault, const std::string& where, const std::string& what) {
 HookResult apply(const Hook& h, const ArgValue* args, uint32_t num_args, const uint64_t* given) {
   HookResult out;
   for (const HookAction& a : h.actions) {
+    if (!a.guard.empty()) {
+      Result g = evaluate(a.guard, args, num_args, given);
+      if (g.fault != Fault::kNone) {
+        out.fault = g.fault;
+        out.what = std::move(g.what);
+        return out;
+      }
+      if (!Eval::truthy(g.value)) continue;
+    }
     if (a.kind == HookAction::Kind::kZero) {
       out.zeroed[out.num_zeroed++] = a.param;
       continue;
@@ -961,17 +1005,25 @@ bool to_arg(const Value& v, ArgValue* out) {
 }
 
 // ---- hooks: u8 format, u32 action count, then per action: u8 kind, u16 param, u32 dims, each
-// dim a u32 length and a program's bytes. Format 2 is a hook with a tuple block shape (kind
-// 2, which format 1 has not): a library that reads only format 1 says so of it.
+// dim a u32 length and a program's bytes; in format 3, then a u32 length (0: no guard) and the
+// guard program's bytes. Format 2 is a hook with a tuple block shape (kind 2, which format 1 has
+// not); format 3 one with a guard or a program of expression format 2 (which formats 1 and 2
+// hold none of). A library that reads fewer formats says which it reads.
 
 constexpr uint8_t kHookTupleFormat = 2;
+constexpr uint8_t kHookGuardFormat = 3;
 
 std::string Hook::encode() const {
   std::string out;
   const bool tuples = std::any_of(actions.begin(), actions.end(), [](const HookAction& a) {
     return a.kind == HookAction::Kind::kBlockShapeTuple;
   });
-  put(out, tuples ? kHookTupleFormat : kFormat);
+  const bool guards = std::any_of(actions.begin(), actions.end(), [](const HookAction& a) {
+    return !a.guard.empty() || std::any_of(a.dims.begin(), a.dims.end(),
+                                           [](const Program& d) { return d.format() != kFormat; });
+  });
+  const uint8_t format = guards ? kHookGuardFormat : tuples ? kHookTupleFormat : kFormat;
+  put(out, format);
   put(out, static_cast<uint32_t>(actions.size()));
   for (const HookAction& a : actions) {
     put(out, static_cast<uint8_t>(a.kind));
@@ -982,6 +1034,11 @@ std::string Hook::encode() const {
       put(out, static_cast<uint32_t>(b.size()));
       put(out, b.data(), b.size());
     }
+    if (format == kHookGuardFormat) {
+      const std::string b = a.guard.empty() ? std::string() : a.guard.encode();
+      put(out, static_cast<uint32_t>(b.size()));
+      put(out, b.data(), b.size());
+    }
   }
   return out;
 }
@@ -989,9 +1046,10 @@ std::string Hook::encode() const {
 bool Hook::decode(std::string_view bytes, uint32_t num_params, Hook* out, std::string* why) {
   Reader r{bytes};
   const uint8_t format = r.get<uint8_t>();
-  if (r.ok && format != kFormat && format != kHookTupleFormat) {
+  if (r.ok && (format < kFormat || format > kHookGuardFormat)) {
     *why = "hook format " + std::to_string(format) + ", this library reads " +
-           std::to_string(kFormat) + " and " + std::to_string(kHookTupleFormat);
+           std::to_string(kFormat) + ", " + std::to_string(kHookTupleFormat) + " and " +
+           std::to_string(kHookGuardFormat);
     return false;
   }
   const uint32_t count = r.get<uint32_t>();
@@ -1000,9 +1058,11 @@ bool Hook::decode(std::string_view bytes, uint32_t num_params, Hook* out, std::s
         std::to_string(count) + " hook actions (at most " + std::to_string(kMaxHookActions) + ")";
     return false;
   }
-  // Format 1 has kinds up to kZero; format 2 adds kBlockShapeTuple.
+  // Format 1 has kinds up to kZero; format 2 adds kBlockShapeTuple; format 3 adds guards and
+  // programs of expression format 2.
   const uint8_t last_kind = static_cast<uint8_t>(
-      format == kHookTupleFormat ? HookAction::Kind::kBlockShapeTuple : HookAction::Kind::kZero);
+      format >= kHookTupleFormat ? HookAction::Kind::kBlockShapeTuple : HookAction::Kind::kZero);
+  const uint8_t program_format = format == kHookGuardFormat ? kDescriptorFormat : kFormat;
   Hook h;
   for (uint32_t n = 0; r.ok && n < count; ++n) {
     HookAction a;
@@ -1025,7 +1085,7 @@ bool Hook::decode(std::string_view bytes, uint32_t num_params, Hook* out, std::s
         break;
       }
       Program p;
-      if (!Program::decode(bytes.substr(r.at, len), num_params, &p, why)) {
+      if (!Program::decode_up_to(bytes.substr(r.at, len), num_params, program_format, &p, why)) {
         *why =
             "hook action " + std::to_string(n) + ", dimension " + std::to_string(d) + ": " + *why;
         return false;
@@ -1033,6 +1093,20 @@ bool Hook::decode(std::string_view bytes, uint32_t num_params, Hook* out, std::s
       r.at += len;
       a.dims.push_back(std::move(p));
     }
+    if (r.ok && format == kHookGuardFormat) {
+      const uint32_t len = r.get<uint32_t>();
+      if (!r.ok || bytes.size() - r.at < len) {
+        r.ok = false;
+        break;
+      }
+      if (len != 0 && !Program::decode_up_to(bytes.substr(r.at, len), num_params, program_format,
+                                             &a.guard, why)) {
+        *why = "hook action " + std::to_string(n) + ", guard: " + *why;
+        return false;
+      }
+      r.at += len;
+    }
+    if (!r.ok) break;
     h.actions.push_back(std::move(a));
   }
   if (!r.ok) {
@@ -1054,12 +1128,13 @@ std::string Hook::str(const std::vector<std::string>& names) const {
     const std::string n = a.param < names.size() ? names[a.param] : "#" + std::to_string(a.param);
     if (a.kind == HookAction::Kind::kZero) {
       out += "nargs[\"" + n + "\"].zero_()";
-      continue;
+    } else {
+      const bool tuple = a.kind == HookAction::Kind::kBlockShapeTuple;
+      out += "nargs[\"" + n + "\"].block_shape = " + (tuple ? "(" : "[");
+      for (size_t d = 0; d < a.dims.size(); ++d) out += (d ? ", " : "") + a.dims[d].str(names);
+      out += tuple ? (a.dims.size() == 1 ? ",)" : ")") : "]";
     }
-    const bool tuple = a.kind == HookAction::Kind::kBlockShapeTuple;
-    out += "nargs[\"" + n + "\"].block_shape = " + (tuple ? "(" : "[");
-    for (size_t d = 0; d < a.dims.size(); ++d) out += (d ? ", " : "") + a.dims[d].str(names);
-    out += tuple ? (a.dims.size() == 1 ? ",)" : ")") : "]";
+    if (!a.guard.empty()) out += " when " + a.guard.str(names);
   }
   return out;
 }
@@ -1108,6 +1183,9 @@ std::string Program::str(const std::vector<std::string>& names) const {
         break;
       case Op::kArgIsNone:
         t = "(" + name(x.param) + " is None)";
+        break;
+      case Op::kArgIsDescriptor:
+        t = "isinstance(" + name(x.param) + ", TensorDescriptor)";
         break;
       case Op::kArgOr: {
         const std::string n = name(x.param);

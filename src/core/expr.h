@@ -77,6 +77,10 @@ enum class Op : uint8_t {
   kOr,      // a or b: a if truthy, else b
   // Ternary: b if a else c.
   kIf,
+  // Appended (the numbers above are stored in bundles; expression format 2 brings these):
+  // isinstance(args["name"], triton.tools.tensor_descriptor.TensorDescriptor), true when the
+  // argument is a host tensor descriptor (ArgKind::kTensorDesc). A read of parameter `param`.
+  kArgIsDescriptor,
   kCount
 };
 
@@ -105,25 +109,34 @@ class Program {
   // Checks `nodes` (what decode checks) and keeps them; throws ValueError naming the problem
   // (callers that decode untrusted bytes use decode()).
   TE_INTERNAL_API static Program from_nodes(std::vector<Node> nodes);
-  // The program's bytes (a version byte, then the nodes); decode(encode(p)) == p.
+  // The program's bytes (a format byte, then the nodes); decode(encode(p)) == p. The format
+  // is 2 when the program uses an operation format 1 has not (kArgIsDescriptor), else 1.
   TE_INTERNAL_API std::string encode() const;
-  // Decodes and checks `bytes`; on failure returns false and says why in `why`.
+  // Decodes and checks `bytes` (expression format 1 or 2); on failure returns false and says
+  // why in `why`.
   TE_INTERNAL_API static bool decode(std::string_view bytes, uint32_t num_params, Program* out,
                                      std::string* why);
+  // The expression format encode() writes: 2 when the program uses kArgIsDescriptor, else 1.
+  TE_INTERNAL_API uint8_t format() const noexcept;
 
   bool empty() const noexcept { return nodes_.empty(); }
   const std::vector<Node>& nodes() const noexcept { return nodes_; }
   // The parameters it reads, ascending, each with what of it (value or dtype).
   struct Read {
     uint16_t param;
-    bool dtype;  // .dtype / .element_size() (else the value, or `is None`)
+    bool dtype;  // .dtype / .element_size() (else the value, `is None` or isinstance)
   };
   const std::vector<Read>& reads() const noexcept { return reads_; }
   // Python-like source text, for listings and messages.
   TE_INTERNAL_API std::string str(const std::vector<std::string>& param_names) const;
 
  private:
+  friend struct Hook;
   static std::string check(const std::vector<Node>& nodes, uint32_t num_params);
+  // decode(), refusing expression formats above `max_format` (a hook of format 1 or 2 holds
+  // format 1 programs only).
+  static bool decode_up_to(std::string_view bytes, uint32_t num_params, uint8_t max_format,
+                           Program* out, std::string* why);
   void index_reads();
   std::vector<Node> nodes_;
   std::vector<Read> reads_;
@@ -171,16 +184,21 @@ TE_INTERNAL_API Result evaluate(const Program& p, const ArgValue* args, uint32_t
                                 const uint64_t* given = nullptr);
 
 // A config's pre_hook as the runtime applies it (Autotuner.run calls it before the launch):
-// block shapes it sets on tensor descriptor arguments, and tensor arguments it zeroes.
+// block shapes it sets on tensor descriptor arguments, and tensor arguments it zeroes, each
+// unconditionally or when its guard holds (an effect the hook makes on one branch of an `if`,
+// or after an early `return` on the other).
 struct HookAction {
   // kBlockShapeTuple: a block shape the hook assigns as a tuple, not a list (what the caller's
   // Python descriptor then holds).
   enum class Kind : uint8_t { kBlockShape, kZero, kBlockShapeTuple } kind = Kind::kBlockShape;
   uint16_t param = 0;
   std::vector<Program> dims;  // kBlockShape, kBlockShapeTuple: one program per dimension
+  Program guard;              // empty: unconditional; else the action applies when it is truthy
 };
 struct Hook {
   std::vector<HookAction> actions;  // in the order the hook makes them
+  // The hook's bytes: format 1; 2 when an action assigns a tuple; 3 when an action has a guard
+  // or a program of expression format 2 (each action's dims are then followed by its guard).
   TE_INTERNAL_API std::string encode() const;
   TE_INTERNAL_API static bool decode(std::string_view bytes, uint32_t num_params, Hook* out,
                                      std::string* why);
@@ -191,8 +209,9 @@ struct Hook {
 inline constexpr size_t kMaxHookActions = 16;
 
 // What a hook did for one call: the block shapes it set and the tensors it zeroed, in the
-// order it made them, or the fault that stopped it (a block dimension that is no int
-// included). Fixed-size: applying a hook on the launch path allocates nothing.
+// order it made them (an action whose guard is falsy is skipped), or the fault that stopped it
+// (a guard's or a block dimension's; a block dimension that is no int included). Fixed-size:
+// applying a hook on the launch path allocates nothing.
 struct HookResult {
   struct Block {
     uint16_t param = 0;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/internal_api.h"
 #include "core/cache.h"
 #include "core/jit_internal.h"
 #include "core/layers.h"
@@ -37,7 +38,7 @@ struct ParamSpec {
 };
 
 // The interned options with `id` (bundles record options by value, the cache key by id).
-const InternedOptions* interned_options_by_id(uint32_t id);
+TE_INTERNAL_API const InternedOptions* interned_options_by_id(uint32_t id);
 
 enum class WrapperKind : uint8_t { kNone, kAutotune, kHeuristics };
 

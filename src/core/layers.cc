@@ -619,12 +619,18 @@ void finish_choice(const KernelState& k, Choice& c) {
   if (!c.hook_in_cpp() || c.hook.actions.empty()) return;
   ParamMask set;
   for (const auto& [p, v] : c.kwargs) set.set(p);
+  auto from_config = [&](const expr::Program& p) {
+    for (const expr::Program::Read& read : p.reads()) {
+      if (!set.has(read.param)) return false;
+    }
+    return true;
+  };
   for (const expr::HookAction& a : c.hook.actions) {
-    if (a.kind == expr::HookAction::Kind::kZero) continue;
+    // A guard or a dimension that reads the call's arguments (isinstance of a descriptor
+    // argument included): the hook is applied per launch.
+    if (!from_config(a.guard)) return;
     for (const expr::Program& d : a.dims) {
-      for (const expr::Program::Read& read : d.reads()) {
-        if (!set.has(read.param)) return;  // it reads the call's arguments: per launch
-      }
+      if (!from_config(d)) return;
     }
   }
   // The frame the hook sees, as far as it reads: the config's meta-parameters.

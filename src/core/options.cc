@@ -8,6 +8,7 @@
 
 #include "base/errors.h"
 #include "core/jit_internal.h"
+#include "core/kernel_state.h"
 
 namespace triton_embed {
 

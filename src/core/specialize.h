@@ -80,12 +80,14 @@ struct KeyMatch {
   std::string why;             // kRefused, when asked: why not ("argument #3 'n': ...")
   uint32_t nearness = 0;       // kRefused: how far it got (for listing the nearest first)
 };
-KeyMatch match_key(const KernelState& kernel, const LeafList& leaves, const Key& call,
-                   const uint64_t* entry, size_t nentry, bool explain);
+TE_INTERNAL_API KeyMatch match_key(const KernelState& kernel, const LeafList& leaves,
+                                   const Key& call, const uint64_t* entry, size_t nentry,
+                                   bool explain);
 
 // Where the ones of `ones` (call leaves, ascending) go among a plain call's packed values (no
 // tuple or descriptor leaves): each one's final slot, ascending.
-std::vector<uint32_t> one_slots(const LeafList& leaves, const std::vector<uint32_t>& ones);
+TE_INTERNAL_API std::vector<uint32_t> one_slots(const LeafList& leaves,
+                                                const std::vector<uint32_t>& ones);
 
 // Inserts the entry's constexpr 1s, packed as the int 1 (Entry::one_slots, ascending final
 // positions), among the np packed values of a call: returns the new count. The hot path runs

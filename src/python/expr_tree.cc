@@ -70,11 +70,12 @@ uint32_t add(pyb::handle t, std::vector<Node>& out, int depth) {
         << "the dtype " << name << ", which Triton has no type for";
     n.i = static_cast<int64_t>(d);
   } else if (kind == "arg" || kind == "arg_dtype" || kind == "arg_element_size" ||
-             kind == "arg_is_none") {
+             kind == "arg_is_none" || kind == "arg_is_descriptor") {
     n.op = kind == "arg"                ? Op::kArg
            : kind == "arg_dtype"        ? Op::kArgDType
            : kind == "arg_element_size" ? Op::kArgElementSize
-                                        : Op::kArgIsNone;
+           : kind == "arg_is_none"      ? Op::kArgIsNone
+                                        : Op::kArgIsDescriptor;
     n.param = tup[1].cast<uint16_t>();
   } else if (kind == "arg_or") {
     n.op = Op::kArgOr;
@@ -147,6 +148,8 @@ expr::Hook hook_program(pyb::handle fn, const std::vector<std::string>& params, 
                                                : expr::HookAction::Kind::kBlockShape;
       act.param = t[1].cast<uint16_t>();
       for (pyb::handle d : t[2]) act.dims.push_back(program_of(d));
+      // The guard: when the action applies (None: always).
+      if (t.size() > 3 && !t[3].is_none()) act.guard = program_of(t[3]);
       TE_CHECK(act.dims.size() <= 5, ValueError) << "a block shape of rank " << act.dims.size();
       h.actions.push_back(std::move(act));
       TE_CHECK(h.actions.size() <= expr::kMaxHookActions, ValueError)

@@ -19,7 +19,8 @@ TE_INTERNAL_API expr::Program heuristic_program(pyb::handle fn,
                                                 const std::vector<std::string>& params,
                                                 std::string* why);
 
-// The actions of a config's pre_hook `fn` (GIL held), as heuristic_program.
+// The actions of a config's pre_hook `fn` (GIL held), as heuristic_program: glue's
+// (kind, parameter, dimension trees, guard tree or None) each.
 TE_INTERNAL_API expr::Hook hook_program(pyb::handle fn, const std::vector<std::string>& params,
                                         std::string* why);
 

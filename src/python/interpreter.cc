@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/errors.h"
+#include "bundle/store.h"
 #include "core/registry.h"
 #include "core/triton_versions.h"
 #include "python/jit_layer.h"
@@ -104,6 +105,7 @@ PyObject* atexit_callback(PyObject*, PyObject*) {
   // The host interpreter is shutting down: drop every reference we hold while it still
   // can take them.
   State& s = state();
+  bundle::write_recording_before_python_closes();  // a widening recording compiles
   s.closed.store(true);
   release_python_objects();
   Py_CLEAR(s.glue);
@@ -117,6 +119,7 @@ void embedded_atexit() {
   // still run; finalising at exit is where embedded CPython crashes). Flush Python's
   // output and stop calling into it.
   State& s = state();
+  if (!s.closed.load()) bundle::write_recording_before_python_closes();  // it compiles
   if (s.closed.exchange(true)) return;  // from now on a compile that starts refuses to
   // Compiles still running on other threads use Triton's native code (MLIR, LLVM), partly
   // without the GIL, and the static destructors about to run tear it down (seen: an abort

@@ -98,7 +98,56 @@ std::pair<pyb::tuple, pyb::dict> frame_args(const KernelState& k, const Frame& f
   return {args, kwargs};
 }
 
+// A C++ error that one of our callbacks threw while Triton's Python code ran it (the grid of a
+// benchmark launch, the scratch allocator, the progress report), and the Python exception it
+// left as there. When that very exception comes back out of Python, throw_python rethrows the
+// error itself: the caller gets its type and message, not a PythonError around a RuntimeError.
+// Python runs our callbacks on the thread that called it: one per thread.
+struct CallbackError {
+  std::exception_ptr error;
+  pyb::object raised;
+};
+thread_local CallbackError t_callback_error;
+
+// f() for a callback Python calls (GIL held): a C++ exception it throws leaves as a Python
+// RuntimeError with its message, which t_callback_error remembers with the exception.
+template <class F>
+auto python_callback(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (pyb::error_already_set&) {
+    throw;  // Python's own exception, raised by Python code f called
+  } catch (...) {
+    const std::exception_ptr ep = std::current_exception();
+    std::string what = "an unknown C++ exception";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    pyb::object raised = pyb::reinterpret_steal<pyb::object>(
+        PyObject_CallFunction(PyExc_RuntimeError, "s", what.c_str()));
+    if (!raised) throw pyb::error_already_set();
+    t_callback_error.error = ep;
+    t_callback_error.raised = raised;
+    PyErr_SetObject(PyExc_RuntimeError, raised.ptr());
+    throw pyb::error_already_set();
+  }
+}
+
+// Forgets the callback error of this thread (GIL held).
+void forget_callback_error() {
+  t_callback_error.error = nullptr;
+  t_callback_error.raised = pyb::object();
+}
+
 [[noreturn]] void throw_python(const KernelState& k, const char* what, pyb::error_already_set& e) {
+  if (t_callback_error.error != nullptr && e.value().is(t_callback_error.raised)) {
+    const std::exception_ptr error = t_callback_error.error;
+    forget_callback_error();
+    std::rethrow_exception(error);  // our callback's own error, typed
+  }
   const std::string type = py::exception_type(e);
   if (type == "RawPointerAttribute") {
     TE_THROW(NotSupportedError) << full_name(k) << ": " << what << ": "
@@ -169,14 +218,42 @@ std::unique_ptr<Choice> make_choice(KernelState& k, pyb::handle config,
   return c;
 }
 
+// The grid `spec` gives for the launch whose bound arguments are `meta` (a benchmark launch
+// of Triton's Autotuner).
+pyb::tuple grid_of(const GridSpec& spec, KernelState& kk, const pyb::dict& meta) {
+  ArgValue vals[kMaxArgs];
+  for (size_t p = 0; p < kk.params.size(); ++p) {
+    ArgValue v{};
+    v.kind = ArgKind::kNone;
+    pyb::str name(kk.params[p].name);
+    if (meta.contains(name)) {
+      pyb::object o = meta[name];
+      if (!py::from_python(kk, o, v)) {
+        if (pyb::hasattr(o, "data_ptr")) {
+          v.kind = ArgKind::kPointer;
+          v.u = o.attr("data_ptr")().cast<uint64_t>();
+        } else {
+          v = ArgValue{};
+          v.kind = ArgKind::kNone;
+        }
+      }
+    }
+    vals[p] = v;
+  }
+  const Grid g = spec.fn(spec.ctx, MetaAccess::make(&kk, vals, kk.params.size()));
+  return pyb::make_tuple(g.x, g.y, g.z);
+}
+
 // Python grid for the benchmark launches: the C++ grid (fixed or callable) on Triton's
 // bound arguments.
 pyb::object python_grid(KernelState& k, const Frame& f) {
   if (f.grid == nullptr) {
     return pyb::cpp_function([name = full_name(k)](pyb::handle) -> pyb::tuple {
-      throw NotSupportedError(name +
-                              ": tuning launches the kernel, which needs a grid: call "
-                              "prepare(grid, args...) or launch on the GPU to tune");
+      return python_callback([&]() -> pyb::tuple {
+        throw NotSupportedError(name +
+                                ": tuning launches the kernel, which needs a grid: call "
+                                "prepare(grid, args...) or launch on the GPU to tune");
+      });
     });
   }
   if (f.grid->fn == nullptr) {
@@ -185,28 +262,7 @@ pyb::object python_grid(KernelState& k, const Frame& f) {
   const GridSpec spec = *f.grid;
   KernelState* kp = &k;
   return pyb::cpp_function([spec, kp](pyb::dict meta) -> pyb::tuple {
-    KernelState& kk = *kp;
-    ArgValue vals[kMaxArgs];
-    for (size_t p = 0; p < kk.params.size(); ++p) {
-      ArgValue v{};
-      v.kind = ArgKind::kNone;
-      pyb::str name(kk.params[p].name);
-      if (meta.contains(name)) {
-        pyb::object o = meta[name];
-        if (!py::from_python(kk, o, v)) {
-          if (pyb::hasattr(o, "data_ptr")) {
-            v.kind = ArgKind::kPointer;
-            v.u = o.attr("data_ptr")().cast<uint64_t>();
-          } else {
-            v = ArgValue{};
-            v.kind = ArgKind::kNone;
-          }
-        }
-      }
-      vals[p] = v;
-    }
-    const Grid g = spec.fn(spec.ctx, MetaAccess::make(kp, vals, kk.params.size()));
-    return pyb::make_tuple(g.x, g.y, g.z);
+    return python_callback([&] { return grid_of(spec, *kp, meta); });
   });
 }
 
@@ -372,27 +428,20 @@ HeuristicValue python_eval_heuristic(KernelState& k, const Heuristic& h, const F
 // program set none, so tuning lends Triton ours (glue.triton_allocator): the scratch allocator
 // in effect (allocator.h), on the stream Triton launches on (and so its device), each buffer
 // given back on that stream once the launcher has queued the launch, as our launches do.
-//
-// What the allocator threw, for python_tune to rethrow with its own type (Python sees a
-// RuntimeError): the launcher runs on the tuning thread.
-thread_local std::exception_ptr t_scratch_error;
+// What the allocator throws reaches python_tune's caller with its own type (python_callback).
 
 pyb::object triton_scratch_allocator(const KernelState& k) {
   ScratchAllocator* a = cuda::scratch_allocator(false);  // kept alive for the whole process
   const std::string kernel = full_name(k);
   pyb::cpp_function allocate([a, kernel](uint64_t size, uint64_t alignment, uintptr_t stream) {
-    uint64_t p = 0;
-    try {
+    return python_callback([&] {
       pyb::gil_scoped_release no_gil;  // the allocator may wait on its own locks
-      p = a->allocate(size, alignment, reinterpret_cast<Stream>(stream));
+      const uint64_t p = a->allocate(size, alignment, reinterpret_cast<Stream>(stream));
       TE_CHECK(p != 0, OutOfResourcesError)
           << "tuning " << kernel << ": the global scratch allocator returned a null address for "
           << size << " bytes; an allocator that cannot allocate must throw";
-    } catch (...) {
-      t_scratch_error = std::current_exception();
-      throw;
-    }
-    return p;
+      return p;
+    });
   });
   pyb::cpp_function release([a](uint64_t ptr, uint64_t size, uintptr_t stream) {
     pyb::gil_scoped_release no_gil;
@@ -456,13 +505,14 @@ std::unique_ptr<Choice> python_tune(KernelState& k, const TuneLayer& t, const Fr
         pyb::object progress =
             pyb::cpp_function([kernel](const std::string& key_str, size_t done, size_t total,
                                        const std::string& best, double best_ms, double elapsed) {
-              pyb::gil_scoped_release release;
-              report_progress(kernel, key_str, done, total, best, best_ms, elapsed);
+              python_callback([&] {
+                pyb::gil_scoped_release release;
+                report_progress(kernel, key_str, done, total, best, best_ms, elapsed);
+              });
             });
-        t_scratch_error = nullptr;
         pyb::tuple r =
             py::glue().attr("tune")(tuner, args, kwargs, progress, triton_scratch_allocator(k));
-        t_scratch_error = nullptr;  // a benchmark that caught it carried on
+        forget_callback_error();  // a benchmark that caught one carried on
         made = make_choice(k, r[0], f.options);
         made->result.key = r[1].cast<std::string>();
         for (pyb::handle item : pyb::reinterpret_borrow<pyb::list>(r[2])) {
@@ -477,9 +527,6 @@ std::unique_ptr<Choice> python_tune(KernelState& k, const TuneLayer& t, const Fr
         made->result.seconds = r[4].cast<double>();
       }
     } catch (pyb::error_already_set& e) {
-      if (std::exception_ptr scratch = std::exchange(t_scratch_error, nullptr)) {
-        std::rethrow_exception(scratch);  // the allocator's own error, typed
-      }
       throw_python(k, "tuning with Triton's Autotuner", e);
     }
   }

@@ -4,12 +4,17 @@
 #include "testing/testing.h"
 
 #include <cstring>
+#include <memory>
 #include <mutex>
 
+#include "base/errors.h"
+#include "core/arg_format.h"
 #include "core/bind.h"
+#include "core/compiled_kernel.h"
 #include "core/kernel_state.h"
 #include "core/layers.h"
 #include "core/specialize.h"
+#include "core/target.h"
 #include "core/tensor_map.h"
 
 namespace triton_embed::detail::testing {
@@ -44,6 +49,57 @@ void build(const KernelState& k, const ArgValue* args, size_t nargs, Keyed& out)
 }
 
 }  // namespace
+
+Options entry_options(const JitFunction& fn, const CompiledKernel& ck) {
+  Cache& c = state(fn)->cache;
+  std::lock_guard<std::mutex> lock(c.mu);
+  for (const auto& e : c.entries) {
+    if (e->kernel.get() == &ck) return interned_options_by_id(e->options)->options;
+  }
+  return Options();
+}
+
+void serve_with(const JitFunction& fn, const CompiledKernel& ck, const ArgValue* args,
+                size_t nargs) {
+  KernelState& k = *state(fn);
+  auto call = std::make_unique<Keyed>();
+  build(k, args, nargs, *call);
+  Cache& c = k.cache;
+  std::lock_guard<std::mutex> lock(c.mu);
+  const Entry* from = nullptr;
+  for (const auto& e : c.entries) {
+    if (e->kernel.get() == &ck) from = e.get();
+  }
+  TE_CHECK(from != nullptr, ValueError)
+      << "serve_with: " << full_name(k) << " has no entry " << ck.signature() << " in its cache";
+  call->key.target = from->target;
+  call->key.options = interned_options(fn)->id;
+  TE_CHECK(call->key.options == from->options, ValueError)
+      << "serve_with: the handle's options are not the entry's";
+  const KeyMatch m = match_key(k, call->leaves, call->key, from->key_words.data(),
+                               from->key_words.size(), /*explain=*/true);
+  TE_CHECK(m.verdict != KeyMatch::Verdict::kRefused, ValueError)
+      << "serve_with: " << ck.signature() << " does not serve the call: " << m.why;
+  auto e = std::make_unique<Entry>();
+  e->target = from->target;
+  e->options = from->options;
+  e->hash = call->key.hash();
+  e->set_key(call->key);
+  e->kernel = CompiledKernelAccess::make(CompiledKernelAccess::metadata(ck), ck.target());
+  e->set_launch_constants(static_cast<int>(target_warp_size(from->target)));
+  e->oversized_shared_mode = from->oversized_shared_mode;
+  e->triton_version = from->triton_version;
+  e->tma = from->tma;
+  if (m.verdict == KeyMatch::Verdict::kServes) {
+    e->less_specialised = true;
+    e->packs_ones = !m.ones.empty();
+    e->one_leaves = m.ones;
+    e->one_slots = one_slots(call->leaves, m.ones);
+  }
+  Entry* raw = e.get();
+  c.entries.push_back(std::move(e));
+  c.table.insert(raw);
+}
 
 std::vector<uint64_t> key_words(KernelState* kernel, const ArgValue* args, size_t nargs) {
   Keyed slow;

@@ -191,6 +191,24 @@ int compile_waiters(const JitFunction& fn);
 /*! Number of entries in a kernel's cache. */
 size_t cache_size(const JitFunction& fn);
 
+/*! The options of the entry of fn's cache whose compiled kernel is \p ck (none: empty). */
+Options entry_options(const JitFunction& fn, const CompiledKernel& ck);
+
+/*! Makes the entry of fn's cache whose compiled kernel is \p ck serve the call \p args (of the
+ *  same target and options) in this process, as a program without the JIT serves a call from a
+ *  bundle entry compiled with fewer assumptions: published under the call's key, the call's
+ *  constexpr 1s that the entry takes as runtime ints packed for it. A launch of the call then
+ *  runs ck's code: a JIT process launching the very entry a runtime-only one served. ValueError
+ *  when ck's entry cannot serve the call (match_key says why). */
+void serve_with(const JitFunction& fn, const CompiledKernel& ck, const ArgValue* args,
+                size_t nargs);
+template <class... Args>
+void serve_with_args(const JitFunction& fn, const CompiledKernel& ck, const Args&... args) {
+  CallStorage<Args...> s(args...);
+  static_assert(CallStorage<Args...>::kNamed == 0, "serve_with takes positional arguments");
+  serve_with(fn, ck, s.vals, sizeof...(Args));
+}
+
 /*! fp16 bits as Triton's launcher packs a Python float; false on overflow. */
 bool half_bits(double value, uint16_t* bits);
 

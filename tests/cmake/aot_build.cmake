@@ -23,7 +23,7 @@ function(normalise var text)
   string(REPLACE "${WORK_DIR}" "DIR" text "${text}")
   string(REPLACE "${BUILD_DIR}" "BUILD" text "${text}")
   string(REGEX REPLACE "hash [0-9a-f]+" "hash H" text "${text}")
-  string(REGEX REPLACE "(cubin|ptx|version 1,) [0-9]+ bytes" "\\1 N bytes" text "${text}")
+  string(REGEX REPLACE "(cubin|ptx|version 2,) [0-9]+ bytes" "\\1 N bytes" text "${text}")
   string(REGEX REPLACE "triton_embed [0-9.]+ \\(Triton [0-9.]+\\)" "triton_embed V (Triton V)"
          text "${text}")
   set(${var} "${text}" PARENT_SCOPE)
@@ -89,7 +89,7 @@ if(PART STREQUAL "build")
       build --target cuda:80 --target cuda:90 -o aot.teb --target cuda:100 calls.txt)
 
   # Every entry, in the order built (options as the bundle stores them).
-  set(listing "bundle aot.teb: format version 1, N bytes
+  set(listing "bundle aot.teb: format version 2, N bytes
   written by triton_embed V (Triton V)
   note: built ahead of time by triton-embed-bundle from calls.txt
   2 kernels, 15 entries, 0 records
@@ -172,7 +172,7 @@ elseif(PART STREQUAL "errors")
        "pykernels.softmax:softmax_fwd_kernel *fp32 *fp32 i32 i32 i32 BLOCK=1024 COMPUTE=tl.float32\n")
   run(0 "heur.txt:1: cuda:90 pykernels.softmax.softmax_fwd_kernel: ${softmax}
 wrote heur.teb: 1 kernel, 1 entry, 1 record from 1 call\n" build --target cuda:90 -o heur.teb heur.txt)
-  run(0 "bundle heur.teb: format version 1, N bytes
+  run(0 "bundle heur.teb: format version 2, N bytes
   written by triton_embed V (Triton V)
   note: built ahead of time by triton-embed-bundle from heur.txt
   1 kernel, 1 entry, 1 record

@@ -24,7 +24,7 @@ endif()
 file(SIZE "${WORK_DIR}/a.teb" a_size)
 file(SIZE "${WORK_DIR}/b.teb" b_size)
 
-run(0 "bundle a.teb: format version 1, ${a_size} bytes
+run(0 "bundle a.teb: format version 2, ${a_size} bytes
   written by triton_embed 0.1.0 (Triton 3.8.0)
   note: a
   2 kernels, 2 entries, 1 record
@@ -38,7 +38,7 @@ a program refuses to load it: bundle a.teb: kernel pykernels.vector.add_kernel: 
 
 run(0 "wrote m.teb: 3 kernels, 4 entries, 2 records from 2 bundles\n" merge -o m.teb a.teb b.teb)
 file(SIZE "${WORK_DIR}/m.teb" m_size)
-run(0 "bundle m.teb: format version 1, ${m_size} bytes
+run(0 "bundle m.teb: format version 2, ${m_size} bytes
   written by triton_embed 0.1.0 (Triton 3.8.0 + 3.7.1)
   note: merged from a.teb, b.teb
   3 kernels, 4 entries, 2 records
@@ -54,8 +54,9 @@ kernel #2 pykernels.softmax.softmax_kernel: source hash 0f0f, heuristics
 a program refuses to load it: bundle m.teb: kernel pykernels.vector.add_kernel: its parameter table is damaged (more parameters than a kernel can have at byte 9 of 9); rebuild the bundle
 " list m.teb)
 
-# A flipped bit in the last cubin: refused, status 1, the message on stderr.
-run(1 "triton-embed-bundle: bundle corrupt.teb: corrupt: section 'blobs' (bytes 1536..${a_size}): its CRC-32 is 0xe77c4ff3, its bytes give 0xfacb5f97; the file is damaged (copy it again, or rebuild it)
+# A flipped bit in the last cubin (entry #1's): refused when list checks the blobs, status 1,
+# the message on stderr.
+run(1 "triton-embed-bundle: bundle corrupt.teb: corrupt: entry #1 (kernel pykernels.matmul.matmul_kernel): its cubin's CRC-32 is 0x7dec89d0, its bytes give 0x605b99b4; the file is damaged (copy it again, or rebuild it)
 " list corrupt.teb)
 # The same entry with another hash: no output file.
 run(1 "triton-embed-bundle: bundle conflict.teb: conflict: kernel pykernels.matmul.matmul_kernel (source hash d4e5f6): its entry for cuda:100 options 'num_warps=8;num_stages=4;num_ctas=2' key [0x7] is also in bundle a.teb, with a different hash (deadbeef here, 77aa0e there); merge bundles built from the same kernel sources by the same Triton, or leave one of them out

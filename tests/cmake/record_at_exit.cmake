@@ -28,3 +28,29 @@ foreach(expect
     message(FATAL_ERROR "the listing lacks '${expect}':\n${listing}")
   endif()
 endforeach()
+
+# With TRITON_EMBED_RECORD_WIDEN=1 the bundle written at exit is widened: the entry and its
+# twin with n_elements unspecialised, compiled at exit (before the interpreter closes), not by
+# the probe's launch.
+file(REMOVE "${OUT}")
+set(ENV{TRITON_EMBED_RECORD} "${OUT}")
+set(ENV{TRITON_EMBED_RECORD_WIDEN} "1")
+execute_process(COMMAND ${PROBE} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+unset(ENV{TRITON_EMBED_RECORD})
+unset(ENV{TRITON_EMBED_RECORD_WIDEN})
+if(NOT rc EQUAL 0 OR NOT EXISTS "${OUT}")
+  message(FATAL_ERROR "the probe exited with ${rc}, bundle written: ${OUT}\n${out}\n${err}")
+endif()
+if(err MATCHES "(^|\n)(triton_embed|\\[triton_embed\\])")
+  message(FATAL_ERROR "the probe reported on stderr:\n${err}")
+endif()
+execute_process(COMMAND ${TOOL} list "${OUT}" RESULT_VARIABLE rc OUTPUT_VARIABLE listing
+                ERROR_VARIABLE err)
+foreach(expect
+    "  1 kernel, 2 entries, 0 records\n"
+    "signature 'add_kernel[(]x_ptr: [*]fp32 D, y_ptr: [*]fp32 D, out_ptr: [*]fp32 D, n_elements: i32 D, BLOCK: constexpr = 1024[)]'"
+    "signature 'add_kernel[(]x_ptr: [*]fp32 D, y_ptr: [*]fp32 D, out_ptr: [*]fp32 D, n_elements: i32, BLOCK: constexpr = 1024[)]'")
+  if(NOT listing MATCHES "${expect}")
+    message(FATAL_ERROR "the widened recording's listing lacks '${expect}':\n${listing}")
+  endif()
+endforeach()

@@ -10,4 +10,8 @@ set(usage "usage: triton-embed-bundle COMMAND ARGS...
   triton-embed-bundle tune -o OUT [--target TARGET]... [--python-path DIR]... CALLS...
                                             the same, tuning autotuned kernels at each call's key
                                             on the GPU (--target: compile-only; --rule, --buffer-mib N)
+  triton-embed-bundle widen -o OUT [--python-path DIR]... [--rule MODULE:KERNEL=RULE]... IN
+                                            add to IN each entry's twin with its integers
+                                            unspecialised (--values MODULE:KERNEL:PARAM=VALUES:
+                                            entries at other constexpr values; --no-generic)
 ")

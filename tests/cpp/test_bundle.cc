@@ -1,6 +1,7 @@
 // Kernel bundles (src/bundle/format.h): round trips of every field, zero-copy cubins, and
 // every way a file can be refused (each prefix, each flipped bit, foreign, too new, missing),
-// merging, listing and atomic writes. No Python: the interpreter is never started.
+// cubins and PTX checked at first use (format version 2) or at open (version 1), merging,
+// listing and atomic writes. No Python: the interpreter is never started.
 //
 // `test_bundle --write-samples DIR` writes the bundles the triton-embed-bundle CTest uses.
 
@@ -17,6 +18,7 @@
 #include <functional>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -70,6 +72,7 @@ std::pair<uint64_t, uint64_t> section(const std::string& f, int i) {
 }
 
 // Recomputes every CRC after a test edits the bytes, so that the structural checks are reached.
+// (Not an entry's CRC-32s of its cubin and PTX: a test that edits blobs sets them.)
 void reseal(std::string& f) {
   for (int i = 0; i < 7; ++i) {
     const auto [off, ext] = section(f, i);
@@ -77,6 +80,47 @@ void reseal(std::string& f) {
   }
   wr32(f, 36, tb::crc32(f.data() + 128, kTableEnd - 128));
   wr32(f, 124, tb::crc32(f.data(), 124));
+}
+
+// The format version 1 file that holds what version 2 file `f` holds, as docs/bundle_format.md
+// lays it out (what a version 1 writer wrote): entries of 216 bytes, without the CRC-32s of
+// their cubin and PTX; the sections laid out again (8-aligned, the blobs 256-aligned).
+std::string to_v1(const std::string& f) {
+  std::string out = f.substr(0, kTableEnd);
+  for (int i = 0; i < 7; ++i) {
+    const uint64_t off = section(f, i).first;
+    const uint64_t item = rd32(f, 128 + 40 * i + 4), count = rd64(f, 128 + 40 * i + 24);
+    std::string content = f.substr(off, item * count);
+    if (i == 4) {
+      std::string entries;
+      for (uint64_t e = 0; e < count; ++e) entries += content.substr(e * 224, 216);
+      content = entries;
+      wr32(out, 128 + 40 * i + 4, 216);
+    }
+    const uint64_t at = out.size();
+    out += content;
+    if (i < 6) {
+      const size_t align = i == 5 ? 256 : 8;  // before the blobs: 256
+      out.resize((out.size() + align - 1) / align * align, '\0');
+    }
+    wr64(out, 128 + 40 * i + 8, at);
+    wr64(out, 128 + 40 * i + 16, out.size() - at);
+  }
+  wr32(out, 8, 1);
+  wr64(out, 16, out.size());
+  reseal(out);
+  return out;
+}
+
+// Where `blob`, a view into b, lies in b's bytes.
+size_t offset_of(const tb::Bundle& b, std::string_view blob) {
+  return static_cast<size_t>(blob.data() - b.data());
+}
+
+std::string hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
 }
 
 // Two kernels, three entries (one with PTX and TMA records, one for a 64-wide warp, two
@@ -354,10 +398,16 @@ TEST(Bundle, RoundTripsEveryField) {
   tb::write_file(want, dir / "s.teb");
   const tb::Bundle b = tb::Bundle::open(dir / "s.teb");
   EXPECT_EQ(b.name(), dir / "s.teb");
-  EXPECT_EQ(b.format_version(), 1u);
+  EXPECT_EQ(b.format_version(), 2u);
   EXPECT_EQ(b.size(), fs::file_size(dir / "s.teb"));
   expect_contents(want, b.view());
   expect_contents(want, b.contents());
+  // Each entry's CRC-32s of its cubin and PTX (of no bytes: 0).
+  for (const tb::EntryView& e : b.entries()) {
+    EXPECT_EQ(e.cubin_crc, tb::crc32(e.meta.cubin.data(), e.meta.cubin.size()));
+    EXPECT_EQ(e.ptx_crc, tb::crc32(e.meta.ptx.data(), e.meta.ptx.size()));
+  }
+  EXPECT_EQ(b.entries()[1].ptx_crc, 0u);
   // Byte-exact: what is read back serialises to the same file.
   EXPECT_EQ(tb::serialize(b.contents()), std::string(b.data(), b.size()));
   EXPECT_EQ(tb::serialize(want), tb::serialize(want));
@@ -414,7 +464,7 @@ TEST(Bundle, EmptyBundle) {
   EXPECT_TRUE(b.records().empty());
   EXPECT_EQ(b.producer().library_version, "");
   EXPECT_EQ(tb::describe(b),
-            "bundle empty: format version 1, 512 bytes\n"
+            "bundle empty: format version 2, 512 bytes\n"
             "  written by triton_embed ? (Triton ?)\n"
             "  0 kernels, 0 entries, 0 records\n");
 }
@@ -422,14 +472,14 @@ TEST(Bundle, EmptyBundle) {
 TEST(Bundle, LayoutIsTheDocumentedOne) {
   const std::string f = tb::serialize(small());
   EXPECT_EQ(f.substr(0, 8), std::string("\x89TEB\r\n\x1a\n", 8));
-  EXPECT_EQ(rd32(f, 8), 1u);
+  EXPECT_EQ(rd32(f, 8), 2u);
   EXPECT_EQ(rd32(f, 12), 0x01020304u);
   EXPECT_EQ(rd64(f, 16), f.size());
   EXPECT_EQ(rd32(f, 24), 128u);
   EXPECT_EQ(rd32(f, 28), 7u);
   EXPECT_EQ(rd32(f, 32), 40u);
   uint64_t at = kTableEnd;
-  const uint32_t item[] = {1, 8, 48, 96, 216, 40, 1};
+  const uint32_t item[] = {1, 8, 48, 96, 224, 40, 1};
   const uint64_t count[] = {0, 3, 1, 1, 1, 1, 0};  // strings and blobs checked below
   for (int i = 0; i < 7; ++i) {
     SCOPED_TRACE(kSectionNames[i]);
@@ -446,6 +496,15 @@ TEST(Bundle, LayoutIsTheDocumentedOne) {
   EXPECT_EQ(at, f.size());
   // The blobs: cubin (40 bytes) at 0, ptx at 256.
   EXPECT_EQ(rd64(f, 128 + 40 * 6 + 24), 256u + 3);
+  // The entry's refs to them, and their CRC-32s at 216 and 220.
+  const uint64_t entry = section(f, 4).first, blobs = section(f, 6).first;
+  EXPECT_EQ(rd64(f, entry + 104), 0u);
+  EXPECT_EQ(rd64(f, entry + 112), 40u);
+  EXPECT_EQ(rd64(f, entry + 120), 256u);
+  EXPECT_EQ(rd64(f, entry + 128), 3u);
+  EXPECT_EQ(rd32(f, entry + 216), tb::crc32(f.data() + blobs, 40));
+  EXPECT_EQ(rd32(f, entry + 220), tb::crc32(f.data() + blobs + 256, 3));
+  EXPECT_EQ(rd32(f, entry + 220), tb::crc32("ptx", 3));
   // Every CRC is over what docs/bundle_format.md says; resealing changes nothing.
   std::string copy = f;
   reseal(copy);
@@ -469,9 +528,11 @@ TEST(Bundle, TruncatedAtEveryLength) {
                 " bytes, the file has 200; the file was cut short (copy it again)");
 }
 
-TEST(Bundle, AFlippedBitAnywhereIsRefused) {
-  const std::string f = tb::serialize(small());
-  for (size_t at = 0; at < f.size(); ++at) {
+// Flips each bit of `f` outside the blobs section (everywhere too, with `blobs`): each is
+// refused at open, with the reason and the message that where it lies gives.
+void expect_each_flipped_bit_refused_at_open(const std::string& f, bool blobs) {
+  const uint64_t blobs_at = section(f, 6).first;  // the last section
+  for (size_t at = 0; at < (blobs ? f.size() : blobs_at); ++at) {
     // Where the byte lies decides the reason and what the message names.
     Reason want = Reason::kCorrupt;
     std::string names;
@@ -507,6 +568,182 @@ TEST(Bundle, AFlippedBitAnywhereIsRefused) {
           << "byte " << at << " bit " << bit << ": " << e.what();
     }
   }
+}
+
+TEST(Bundle, AFlippedBitAnywhereIsRefused) {
+  // Version 2: every byte but the blobs at open (the blobs: below); version 1: every byte.
+  expect_each_flipped_bit_refused_at_open(tb::serialize(small()), false);
+  expect_each_flipped_bit_refused_at_open(to_v1(tb::serialize(small())), true);
+}
+
+// What `f` throws, as a BundleError's reason and message, or "passed".
+std::string thrown(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const te::BundleError& e) {
+    return std::string(reason_name(e.reason())) + ": " + e.what();
+  }
+  return "passed";
+}
+
+// In a version 2 file a flipped bit in the blobs section opens; the cubin or PTX it damages is
+// refused when it is checked (its first use), naming the entry, and so are contents(), merge()
+// and describe(), which read every blob; a bit in the padding between blobs only by the
+// section's CRC, which check_blobs() (and so contents(), merge() and describe()) checks.
+TEST(Bundle, AFlippedBitInABlobIsRefusedAtItsFirstUse) {
+  const std::string f = tb::serialize(small());
+  const tb::Bundle good = tb::Bundle::from_memory(f.data(), f.size(), "mem");
+  const std::string_view cubin = good.entries()[0].meta.cubin, ptx = good.entries()[0].meta.ptx;
+  const size_t cubin_at = offset_of(good, cubin), ptx_at = offset_of(good, ptx);
+  const auto [off, ext] = section(f, 6);
+  ASSERT_EQ(off + ext, f.size());
+  const std::string damaged = "; the file is damaged (copy it again, or rebuild it)";
+  for (size_t at = off; at < f.size(); ++at) {
+    for (int bit = 0; bit < 8; ++bit) {
+      SCOPED_TRACE("byte " + std::to_string(at) + " bit " + std::to_string(bit));
+      std::string g = f;
+      g[at] = static_cast<char>(g[at] ^ (1 << bit));
+      const tb::Bundle b = tb::Bundle::from_memory(g.data(), g.size(), "mem");  // opens
+      const bool in_cubin = at >= cubin_at && at < cubin_at + cubin.size();
+      const bool in_ptx = at >= ptx_at && at < ptx_at + ptx.size();
+      std::string want;
+      if (in_cubin || in_ptx) {
+        const std::string_view was = in_cubin ? cubin : ptx;
+        const std::string_view is(g.data() + offset_of(good, was), was.size());
+        want = std::string("kCorrupt: bundle mem: corrupt: entry #0 (kernel m.k): its ") +
+               (in_cubin ? "cubin's" : "PTX's") + " CRC-32 is " +
+               hex32(tb::crc32(was.data(), was.size())) + ", its bytes give " +
+               hex32(tb::crc32(is.data(), is.size())) + damaged;
+      } else {
+        want = "kCorrupt: bundle mem: corrupt: section 'blobs' (bytes " + std::to_string(off) +
+               ".." + std::to_string(off + ext) + "): its CRC-32 is " +
+               hex32(rd32(f, 128 + 40 * 6 + 32)) + ", its bytes give " +
+               hex32(tb::crc32(g.data() + off, ext)) + damaged;
+      }
+      ASSERT_EQ(thrown([&] { b.check_cubin(0); }), in_cubin ? want : "passed");
+      ASSERT_EQ(thrown([&] { b.check_ptx(0); }), in_ptx ? want : "passed");
+      ASSERT_EQ(thrown([&] { b.check_blobs(); }), want);
+      ASSERT_EQ(thrown([&] { b.contents(); }), want);
+      ASSERT_EQ(thrown([&] { tb::merge({&good, &b}); }), want);
+      ASSERT_EQ(thrown([&] { tb::describe(b); }), want);
+    }
+  }
+  // The bundle as written passes every check.
+  EXPECT_EQ(thrown([&] { good.check_blobs(); }), "passed");
+}
+
+// Blobs are stored once: a damaged cubin that two entries share is refused for each of them.
+TEST(Bundle, ADamagedSharedCubinIsRefusedForEachEntry) {
+  const std::string f = tb::serialize(sample());
+  const tb::Bundle good = tb::Bundle::from_memory(f.data(), f.size(), "s.teb");
+  const std::string_view cubin = good.entries()[0].meta.cubin;
+  ASSERT_EQ(cubin.data(), good.entries()[2].meta.cubin.data());
+  std::string g = f;
+  g[offset_of(good, cubin) + 500] ^= 0x04;
+  const tb::Bundle b = tb::Bundle::from_memory(g.data(), g.size(), "s.teb");
+  const std::string crcs = " CRC-32 is " + hex32(tb::crc32(cubin.data(), cubin.size())) +
+                           ", its bytes give " +
+                           hex32(tb::crc32(g.data() + offset_of(good, cubin), cubin.size())) +
+                           "; the file is damaged (copy it again, or rebuild it)";
+  const std::string entry0 =
+      "kCorrupt: bundle s.teb: corrupt: entry #0 (kernel pykernels.vector.add_kernel): its "
+      "cubin's" +
+      crcs;
+  EXPECT_EQ(thrown([&] { b.check_cubin(0); }), entry0);
+  EXPECT_EQ(thrown([&] { b.check_cubin(2); }),
+            "kCorrupt: bundle s.teb: corrupt: entry #2 (kernel pykernels.matmul.matmul_kernel): "
+            "its cubin's" +
+                crcs);
+  // Refused again at each use: a blob that failed is not remembered as checked.
+  EXPECT_EQ(thrown([&] { b.check_cubin(0); }), entry0);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(thrown([&] { b.check_ptx(i); }), "passed") << i;
+  EXPECT_EQ(thrown([&] { b.check_cubin(1); }), "passed");
+  EXPECT_EQ(thrown([&] { b.contents(); }), entry0);
+}
+
+// A blob that passed is not checked again by the same Bundle (nor by the one it moves to);
+// another Bundle of the same bytes checks it.
+TEST(Bundle, EachBlobIsCheckedOncePerBundle) {
+  std::string f = tb::serialize(sample());
+  tb::Bundle b = tb::Bundle::from_memory(f.data(), f.size(), "s.teb");  // not copied
+  b.check_cubin(1);
+  f[offset_of(b, b.entries()[1].meta.cubin) + 7] ^= 0x01;  // changes under the Bundle
+  EXPECT_EQ(thrown([&] { b.check_cubin(1); }), "passed");
+  const tb::Bundle moved = std::move(b);
+  EXPECT_EQ(thrown([&] { moved.check_cubin(1); }), "passed");
+  const tb::Bundle again = tb::Bundle::from_memory(f.data(), f.size(), "s.teb");
+  EXPECT_NE(thrown([&] { again.check_cubin(1); }).find("entry #1"), std::string::npos);
+}
+
+// Checks run from many threads at once on one Bundle (TSan builds check the memo).
+TEST(Bundle, BlobChecksAreThreadSafe) {
+  const std::string f = tb::serialize(sample());
+  std::string g = f;
+  g[g.size() - 1] ^= 0x01;  // the last blob: entry #1's cubin
+  const tb::Bundle good = tb::Bundle::from_memory(f.data(), f.size(), "s.teb");
+  const tb::Bundle bad = tb::Bundle::from_memory(g.data(), g.size(), "s.teb");
+  std::vector<std::thread> threads;
+  std::vector<int> refused(8, 0);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int n = 0; n < 50; ++n) {
+        for (size_t i = 0; i < 3; ++i) {
+          good.check_cubin(i);
+          good.check_ptx(i);
+          try {
+            bad.check_cubin(i);
+          } catch (const te::BundleError&) {
+            ++refused[t];
+          }
+        }
+        good.check_blobs();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(refused, std::vector<int>(8, 50));
+}
+
+// Version 1 files (216-byte entries, no CRC per blob) are still read: their blobs are checked
+// at open, as the blobs section's CRC, and the checks at first use do nothing.
+TEST(Bundle, Version1FilesAreRead) {
+  // to_v1 lays out what the version 1 writer wrote: these are its bytes for small().
+  const std::string small_v1 = to_v1(tb::serialize(small()));
+  EXPECT_EQ(small_v1.size(), 1283u);
+  EXPECT_EQ(tb::crc32(small_v1.data(), small_v1.size()), 0x760aa80bu);
+
+  const std::string v2 = tb::serialize(sample());
+  const std::string v1 = to_v1(v2);
+  const tb::Bundle b = tb::Bundle::from_memory(v1.data(), v1.size(), "old.teb");
+  EXPECT_EQ(b.format_version(), 1u);
+  EXPECT_EQ(rd32(v1, 128 + 40 * 4 + 4), 216u);
+  expect_contents(sample(), b.view());
+  for (const tb::EntryView& e : b.entries()) {
+    EXPECT_EQ(e.cubin_crc, 0u);
+    EXPECT_EQ(e.ptx_crc, 0u);
+  }
+  // Written again, it is the version 2 file of the same contents.
+  EXPECT_EQ(tb::serialize(b.contents()), v2);
+  EXPECT_EQ(tb::describe(b).rfind(
+                "bundle old.teb: format version 1, " + std::to_string(v1.size()) + " bytes\n", 0),
+            0u);
+  // A damaged cubin is refused at open.
+  std::string g = v1;
+  const auto [off, ext] = section(v1, 6);
+  g[offset_of(b, b.entries()[1].meta.cubin)] ^= 0x80;
+  const te::BundleError e = refusal(g);
+  EXPECT_EQ(e.reason(), Reason::kCorrupt);
+  EXPECT_EQ(std::string(e.what()), "bundle mem: corrupt: section 'blobs' (bytes " +
+                                       std::to_string(off) + ".." + std::to_string(off + ext) +
+                                       "): its CRC-32 is " + hex32(rd32(v1, 128 + 40 * 6 + 32)) +
+                                       ", its bytes give " + hex32(tb::crc32(g.data() + off, ext)) +
+                                       "; the file is damaged (copy it again, or rebuild it)");
+  // Checks at first use are no-ops: the bytes were checked at open.
+  for (size_t i = 0; i < 3; ++i) {
+    b.check_cubin(i);
+    b.check_ptx(i);
+  }
+  b.check_blobs();
 }
 
 TEST(Bundle, ForeignFiles) {
@@ -564,7 +801,7 @@ TEST(Bundle, NewerVersionIsTooNew) {
   const te::BundleError e = refusal(f);
   EXPECT_EQ(e.reason(), Reason::kTooNew);
   EXPECT_STREQ(e.what(),
-               "bundle mem: too new: format version 2, this library reads versions up to 1: "
+               "bundle mem: too new: format version 3, this library reads versions up to 2: "
                "upgrade triton_embed");
 }
 
@@ -645,7 +882,7 @@ TEST(Bundle, StructuralChecks) {
             "bundle mem: corrupt: entry #0 TMA records 0+2 lie outside the 1 records" + damaged);
   EXPECT_EQ(refused([&](std::string& g) { wr32(g, 28, 8); }),
             "bundle mem: corrupt: header size 128, 8 sections of 40 bytes, flags 0x00000000; "
-            "format version 1 has 128, 7 sections of 40 bytes, flags 0" +
+            "format version 2 has 128, 7 sections of 40 bytes, flags 0" +
                 damaged);
   EXPECT_EQ(refused([&](std::string& g) { wr64(g, 128 + 40 + 8, kTableEnd + 8); }),
             "bundle mem: corrupt: section 'words' at bytes " + std::to_string(kTableEnd + 8) + "+" +
@@ -655,6 +892,18 @@ TEST(Bundle, StructuralChecks) {
   EXPECT_EQ(
       refused([&](std::string& g) { wr64(g, 128 + 40 * 3 + 24, 50); }),
       "bundle mem: corrupt: section 'kernels' holds 50 items of 96 bytes in 96 bytes" + damaged);
+  // Entries are 224 bytes in version 2, 216 in version 1.
+  EXPECT_EQ(refused([&](std::string& g) { wr32(g, 128 + 40 * 4 + 4, 216); }),
+            "bundle mem: corrupt: section #4 has kind 5 and items of 216 bytes; expected kind 5 "
+            "(entries) with items of 224 bytes" +
+                damaged);
+  EXPECT_EQ(refused([&](std::string& g) {
+              g = to_v1(g);
+              wr32(g, 128 + 40 * 4 + 4, 224);
+            }),
+            "bundle mem: corrupt: section #4 has kind 5 and items of 224 bytes; expected kind 5 "
+            "(entries) with items of 216 bytes" +
+                damaged);
 }
 
 TEST(Bundle, WriterRejectsABadKernelIndex) {
@@ -697,7 +946,7 @@ bool mapped(const std::string& path) {
 TEST(Bundle, NothingStaysMappedAfterARefusal) {
   TempDir dir;
   std::string f = tb::serialize(small());
-  f[f.size() - 1] ^= 1;
+  f[kTableEnd] ^= 1;  // the strings (a blob's damage is refused when it is used)
   write_bytes(dir / "bad.teb", f);
   for (int i = 0; i < 100; ++i) {
     EXPECT_THROW(tb::Bundle::open(dir / "bad.teb"), te::BundleError);
@@ -900,7 +1149,7 @@ TEST(Bundle, Describe) {
   const tb::Bundle b = tb::Bundle::from_memory(bytes.data(), bytes.size(), "sample.teb");
   EXPECT_EQ(
       tb::describe(b),
-      "bundle sample.teb: format version 1, " + std::to_string(bytes.size()) +
+      "bundle sample.teb: format version 2, " + std::to_string(bytes.size()) +
           " bytes\n"
           "  written by triton_embed 0.1.0 (Triton 3.8.0)\n"
           "  note: test sample\n"
@@ -1023,21 +1272,52 @@ TEST(BundleEnumCodes, NumbersArePinned) {
       {{SpecKey::kNone, 0}, {SpecKey::kEmpty, 1}, {SpecKey::kDiv16, 2}, {SpecKey::kOne, 3}});
   // Expression programs (heuristics' expressions, pre_hooks: core/expr.cc).
   using Op = te::detail::expr::Op;
-  expect_codes<Op>({{Op::kNone, 0},      {Op::kBool, 1},     {Op::kInt, 2},
-                    {Op::kFloat, 3},     {Op::kStr, 4},      {Op::kDType, 5},
-                    {Op::kArg, 6},       {Op::kArgDType, 7}, {Op::kArgElementSize, 8},
-                    {Op::kArgIsNone, 9}, {Op::kNeg, 10},     {Op::kPos, 11},
-                    {Op::kNot, 12},      {Op::kInvert, 13},  {Op::kAbs, 14},
-                    {Op::kNextPow2, 15}, {Op::kToInt, 16},   {Op::kToFloat, 17},
-                    {Op::kToBool, 18},   {Op::kArgOr, 19},   {Op::kAdd, 20},
-                    {Op::kSub, 21},      {Op::kMul, 22},     {Op::kTrueDiv, 23},
-                    {Op::kFloorDiv, 24}, {Op::kMod, 25},     {Op::kPow, 26},
-                    {Op::kLShift, 27},   {Op::kRShift, 28},  {Op::kBitAnd, 29},
-                    {Op::kBitOr, 30},    {Op::kBitXor, 31},  {Op::kCdiv, 32},
-                    {Op::kMin, 33},      {Op::kMax, 34},     {Op::kEq, 35},
-                    {Op::kNe, 36},       {Op::kLt, 37},      {Op::kLe, 38},
-                    {Op::kGt, 39},       {Op::kGe, 40},      {Op::kIsSame, 41},
-                    {Op::kAnd, 42},      {Op::kOr, 43},      {Op::kIf, 44}});
+  expect_codes<Op>({{Op::kNone, 0},
+                    {Op::kBool, 1},
+                    {Op::kInt, 2},
+                    {Op::kFloat, 3},
+                    {Op::kStr, 4},
+                    {Op::kDType, 5},
+                    {Op::kArg, 6},
+                    {Op::kArgDType, 7},
+                    {Op::kArgElementSize, 8},
+                    {Op::kArgIsNone, 9},
+                    {Op::kNeg, 10},
+                    {Op::kPos, 11},
+                    {Op::kNot, 12},
+                    {Op::kInvert, 13},
+                    {Op::kAbs, 14},
+                    {Op::kNextPow2, 15},
+                    {Op::kToInt, 16},
+                    {Op::kToFloat, 17},
+                    {Op::kToBool, 18},
+                    {Op::kArgOr, 19},
+                    {Op::kAdd, 20},
+                    {Op::kSub, 21},
+                    {Op::kMul, 22},
+                    {Op::kTrueDiv, 23},
+                    {Op::kFloorDiv, 24},
+                    {Op::kMod, 25},
+                    {Op::kPow, 26},
+                    {Op::kLShift, 27},
+                    {Op::kRShift, 28},
+                    {Op::kBitAnd, 29},
+                    {Op::kBitOr, 30},
+                    {Op::kBitXor, 31},
+                    {Op::kCdiv, 32},
+                    {Op::kMin, 33},
+                    {Op::kMax, 34},
+                    {Op::kEq, 35},
+                    {Op::kNe, 36},
+                    {Op::kLt, 37},
+                    {Op::kLe, 38},
+                    {Op::kGt, 39},
+                    {Op::kGe, 40},
+                    {Op::kIsSame, 41},
+                    {Op::kAnd, 42},
+                    {Op::kOr, 43},
+                    {Op::kIf, 44},
+                    {Op::kArgIsDescriptor, 45}});
   using HookKind = te::detail::expr::HookAction::Kind;
   expect_codes<HookKind>(
       {{HookKind::kBlockShape, 0}, {HookKind::kZero, 1}, {HookKind::kBlockShapeTuple, 2}});
@@ -1188,7 +1468,7 @@ int write_samples(const std::string& dir) {
   write_bytes(dir + "/a.teb", in.a);
   write_bytes(dir + "/b.teb", in.b);
   std::string corrupt = in.a;
-  corrupt[corrupt.size() - 1] ^= 0x10;  // the last cubin byte
+  corrupt[corrupt.size() - 1] ^= 0x10;  // the last cubin byte: entry #1's
   write_bytes(dir + "/corrupt.teb", corrupt);
   tb::Contents conflict = in.cb;
   conflict.entries[1].meta.hash = "deadbeef";

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -382,6 +383,39 @@ TEST_F(Gpu, ThreadsLaunchOnTheirOwnStreams) {
   for (int t = 0; t < kThreads; ++t) {
     for (float v : outs[t]->download()) ASSERT_EQ(v, 2.0f * t);
   }
+}
+
+// A C++ grid callable that throws while Triton's Autotuner benchmarks the configs (it calls the
+// grid for each benchmark launch): the caller gets that very exception, its type and message,
+// as from any launch, not a PythonError around it. Then a good grid tunes and launches.
+struct GridRefused : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+TEST_F(Gpu, AGridCallableThatThrowsWhileTuningRaisesItsOwnError) {
+  const int n = 3001;  // a tuning key no other test tunes
+  DeviceBuffer<float> x(n), out(n);
+  x.upload(std::vector<float>(n, 2.0f));
+  const te::JitFunction k("te_tune_kernels", "tuned_kernel");
+  try {
+    // A name the kernel does not have: Meta raises LookupError.
+    k.launch([](const te::Meta& m) { return te::Grid(te::cdiv(m["n"], m["BLOCK_SIZE"])); }, nullptr,
+             x.ptr, out.ptr, n);
+    FAIL() << "no exception";
+  } catch (const te::LookupError& e) {
+    EXPECT_NE(std::string(e.what()).find("BLOCK_SIZE"), std::string::npos) << e.what();
+  }
+  try {
+    k.launch([](const te::Meta&) -> te::Grid { throw GridRefused("no grid today"); }, nullptr,
+             x.ptr, out.ptr, n);
+    FAIL() << "no exception";
+  } catch (const GridRefused& e) {
+    EXPECT_STREQ(e.what(), "no grid today");
+  }
+  k.launch([](const te::Meta& m) { return te::Grid(te::cdiv(m["n"], m["BLOCK"])); }, nullptr, x.ptr,
+           out.ptr, n);
+  CUDA_ASSERT(cudaDeviceSynchronize());
+  EXPECT_NE(k.tuning_result(x.ptr, out.ptr, n), nullptr);
 }
 
 TEST_F(Gpu, CachedLaunchesDoNotAllocate) {

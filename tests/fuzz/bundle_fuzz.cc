@@ -5,7 +5,10 @@
 // its kernels, compiles the recorded calls, dry-runs the launch path, writes the process's
 // bundle back; it also lists the bundle and merges it with itself (what the bundle tool
 // does). A bundle must be refused at load with BundleError, or serve without a crash
-// and without a BundleError later (docs/bundle_format.md, "What the loader guarantees").
+// and without a BundleError later (docs/bundle_format.md, "What the loader guarantees": the
+// one late BundleError, a cubin or PTX whose bytes do not match its entry's CRC-32, cannot
+// happen here, where every CRC is recomputed as a writer would; the fuzz mode checks first
+// that damaging the seeds' blobs gives it).
 //
 //   bundle_fuzz fuzz SECONDS OUT_DIR SEED.teb...   mutate the seeds for SECONDS; a failing
 //                                                  input is saved in OUT_DIR (keep it in
@@ -27,6 +30,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,7 +46,10 @@ namespace {
 
 constexpr size_t kHeader = 128, kTable = 128, kEntrySize = 40, kSections = 7;
 enum Section { kStrings, kWords, kTma, kKernels, kEntries, kRecords, kBlobs };
-constexpr size_t kItem[kSections] = {1, 8, 48, 96, 216, 40, 1};
+// Entries are 216 bytes in format version 1; version 2 adds u32 cubin CRC-32 at 216 and u32 ptx
+// CRC-32 at 220.
+constexpr size_t kItem[kSections] = {1, 8, 48, 96, 224, 40, 1};
+constexpr size_t kEntryV1 = 216, kCubinCrc = 216, kPtxCrc = 220;
 
 uint32_t crc32(const uint8_t* p, size_t n) {
   static uint32_t table[256];
@@ -73,11 +80,14 @@ void wr(std::vector<uint8_t>& b, size_t at, T v) {
 
 struct Layout {
   uint64_t offset[kSections] = {}, extent[kSections] = {}, count[kSections] = {};
+  size_t item[kSections] = {};  // kItem, for the file's version
   bool ok = false;
 };
 
 Layout layout(const std::vector<uint8_t>& b) {
   Layout l;
+  for (size_t s = 0; s < kSections; ++s) l.item[s] = kItem[s];
+  if (rd<uint32_t>(b, 8) == 1) l.item[kEntries] = kEntryV1;
   if (b.size() < kHeader + kTable + kSections * kEntrySize - kTable) return l;
   for (size_t s = 0; s < kSections; ++s) {
     const size_t at = kTable + s * kEntrySize;
@@ -90,10 +100,22 @@ Layout layout(const std::vector<uint8_t>& b) {
   return l;
 }
 
-// Every CRC again, as a writer computes them: sections, then the table, then the header.
-void fix_crcs(std::vector<uint8_t>& b) {
+// Every CRC again, as a writer computes them: the entries' of their cubin and ptx (version 2;
+// unless `blobs` is false), the sections', then the table's, then the header's.
+void fix_crcs(std::vector<uint8_t>& b, bool blobs = true) {
   const Layout l = layout(b);
   if (!l.ok) return;
+  const size_t entry = l.item[kEntries];
+  for (uint64_t e = 0;
+       blobs && entry != kEntryV1 && e < l.count[kEntries] && (e + 1) * entry <= l.extent[kEntries];
+       ++e) {
+    const size_t at = l.offset[kEntries] + e * entry;
+    for (const auto& [ref, crc] : {std::pair<size_t, size_t>{104, kCubinCrc}, {120, kPtxCrc}}) {
+      const uint64_t off = rd<uint64_t>(b, at + ref), size = rd<uint64_t>(b, at + ref + 8);
+      if (off > l.extent[kBlobs] || size > l.extent[kBlobs] - off) continue;  // refused anyway
+      wr<uint32_t>(b, at + crc, crc32(b.data() + l.offset[kBlobs] + off, size));
+    }
+  }
   for (size_t s = 0; s < kSections; ++s) {
     wr<uint32_t>(b, kTable + s * kEntrySize + 32, crc32(b.data() + l.offset[s], l.extent[s]));
   }
@@ -134,7 +156,9 @@ std::vector<Ref> refs(const std::vector<uint8_t>& b, const Layout& l) {
     for (size_t f = 0; f < 6; ++f) out.push_back({l.offset[kKernels] + k * 96 + f * 16});
   }
   for (uint64_t e = 0; e < l.count[kEntries]; ++e) {
-    for (size_t off : {8, 24, 40, 56}) out.push_back({l.offset[kEntries] + e * 216 + off});
+    for (size_t off : {8, 24, 40, 56}) {
+      out.push_back({l.offset[kEntries] + e * l.item[kEntries] + off});
+    }
   }
   for (uint64_t r = 0; r < l.count[kRecords]; ++r)
     out.push_back({l.offset[kRecords] + r * 40 + 24});
@@ -146,7 +170,7 @@ void mutate(std::vector<uint8_t>& b, Rng& r) {
   const Layout l = layout(b);
   if (!l.ok) return;
   auto item = [&](Section s) -> size_t {
-    return l.count[s] == 0 ? 0 : l.offset[s] + r.below(l.count[s]) * kItem[s];
+    return l.count[s] == 0 ? 0 : l.offset[s] + r.below(l.count[s]) * l.item[s];
   };
   switch (r.below(9)) {
     case 0: {  // an entry's i32 fields (warps, CTAs, stages, shared, parameter counts, version,
@@ -317,6 +341,29 @@ std::vector<uint8_t> read(const std::string& path) {
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
 }
 
+// `b` with a byte of each cubin and ptx flipped and their entries' CRC-32s left as they were
+// (the other CRCs recomputed): a version 2 file loads, and its first launch must raise the one
+// late BundleError (a version 1 file is refused at load). Blobs are stored once: each is
+// damaged once.
+std::vector<uint8_t> damage_blobs(std::vector<uint8_t> b) {
+  const Layout l = layout(b);
+  if (!l.ok) return b;
+  std::set<uint64_t> done;
+  for (uint64_t e = 0; e < l.count[kEntries]; ++e) {
+    for (size_t ref : {104, 120}) {
+      const size_t at = l.offset[kEntries] + e * l.item[kEntries] + ref;
+      const uint64_t off = rd<uint64_t>(b, at), size = rd<uint64_t>(b, at + 8);
+      if (size == 0 || off > l.extent[kBlobs] || size > l.extent[kBlobs] - off ||
+          !done.insert(off).second) {
+        continue;
+      }
+      b[l.offset[kBlobs] + off + size / 2] ^= 0x20;
+    }
+  }
+  fix_crcs(b, /*blobs=*/false);
+  return b;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -343,6 +390,17 @@ int main(int argc, char** argv) {
     if (seeds.back().empty() || !check(seeds.back()).empty()) {
       std::fprintf(stderr, "seed %s: unreadable or failing as it is\n", argv[i]);
       return 2;
+    }
+    // What tells a bug here is a BundleError after the load: damaged blobs give one (format
+    // version 2, checked at first use), so every other CRC must be the writer's.
+    if (rd<uint32_t>(seeds.back(), 8) >= 2) {
+      const std::string damaged = check(damage_blobs(seeds.back()));
+      if (damaged != "a BundleError after the bundle was accepted") {
+        std::fprintf(stderr,
+                     "seed %s with damaged blobs: %s; expected a BundleError at first use\n",
+                     argv[i], damaged.empty() ? "no error" : damaged.c_str());
+        return 2;
+      }
     }
   }
   const char* seed_env = std::getenv("TE_FUZZ_SEED");

@@ -7,6 +7,7 @@ import random
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 LIMIT = 96  # a global constant a heuristic reads (frozen when translated)
 SCALE = 2.5
@@ -159,9 +160,12 @@ UNSUPPORTED = {
 UNSUPPORTED_PARAMS = ["a", "s", "p"]
 
 
-# Config pre-hooks (the persistent-matmul tutorial's, and zeroing ones): name -> (parameter
-# kinds, hook). "desc" parameters are descriptors whose block_shape the hook sets, "tensor"
-# ones tensors it may zero; a kind ending in "?" may be absent from nargs (not given).
+# Config pre-hooks (the persistent-matmul and fused-attention tutorials', and zeroing ones):
+# name -> (parameter kinds, hook). "desc" parameters are host descriptors (instances of
+# triton's TensorDescriptor) whose block_shape the hook sets; "hostdesc" ones are host
+# descriptors on some calls and raw tensors or other objects on others (all of a call's
+# "hostdesc" arguments alike, or mixed); "desc_or_object" ones host descriptors or objects that
+# record a zero_(); a kind ending in "?" may be absent from nargs (not given).
 
 
 def tma_block_hook(nargs):
@@ -197,6 +201,76 @@ def zero_hook(nargs):
         nargs["c"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_N"]]
 
 
+def _host_descriptor_pre_hook(nargs):
+    """The fused-attention tutorial's (Triton 3.6): block shapes only where the call passes
+    host descriptors (raw pointers get none)."""
+    BLOCK_M = nargs["BLOCK_M"]
+    BLOCK_N = nargs["BLOCK_N"]
+    HEAD_DIM = nargs["HEAD_DIM"]
+    if TensorDescriptor is None or not isinstance(nargs["desc_q"], TensorDescriptor):
+        return
+    nargs["desc_q"].block_shape = [BLOCK_M, HEAD_DIM]
+    if nargs["FP8_OUTPUT"]:
+        nargs["desc_v"].block_shape = [HEAD_DIM, BLOCK_N]
+    else:
+        nargs["desc_v"].block_shape = [BLOCK_N, HEAD_DIM]
+    nargs["desc_k"].block_shape = [BLOCK_N, HEAD_DIM]
+    nargs["desc_o"].block_shape = [BLOCK_M, HEAD_DIM]
+
+
+def plain_descriptor_hook(nargs):
+    """The same in the form of other Triton versions: `if not isinstance(...): return`."""
+    BLOCK_M = nargs["BLOCK_M"]
+    BLOCK_N = nargs["BLOCK_N"]
+    HEAD_DIM = nargs["HEAD_DIM"]
+    if not isinstance(nargs["desc_q"], TensorDescriptor):
+        return
+    nargs["desc_q"].block_shape = [BLOCK_M, HEAD_DIM]
+    if nargs["FP8_OUTPUT"]:
+        nargs["desc_v"].block_shape = [HEAD_DIM, BLOCK_N]
+    else:
+        nargs["desc_v"].block_shape = [BLOCK_N, HEAD_DIM]
+    nargs["desc_k"].block_shape = [BLOCK_N, HEAD_DIM]
+    nargs["desc_o"].block_shape = [BLOCK_M, HEAD_DIM]
+
+
+def guarded_zero_hook(nargs):
+    """A tensor zeroed on one branch only (split-K accumulates into it)."""
+    if nargs["SPLIT_K"] > 1:
+        nargs["c"].zero_()
+    nargs["c"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_N"]]
+
+
+def zero_unless_descriptor_hook(nargs):
+    """Zeroes what is not a host descriptor and returns early; sets a descriptor's block."""
+    acc = nargs["acc"]
+    if not isinstance(acc, TensorDescriptor):
+        nargs["acc"].zero_()
+        return
+    nargs["acc"].block_shape = (nargs["BLOCK"], 8)
+
+
+def nested_return_hook(nargs):
+    """An early return inside a nested if, a local name set on one path, an effect on the
+    else branch only, and one after the if that runs on the paths that did not return."""
+    block = nargs["BLOCK"]
+    if nargs["A"] > 0:
+        if nargs["B"] > 0:
+            return
+        elif nargs["B"] < -5:
+            block = block * 2
+        nargs["d"].block_shape = [block, 16]
+    else:
+        nargs["e"].zero_()
+    nargs["e"].block_shape = (block, nargs["A"])
+
+
+def one_branch_hook(nargs):
+    """A block shape set on one branch of an if only."""
+    if nargs["BLOCK_M"] > 64:
+        nargs["a"].block_shape = [1, 2]
+
+
 HOOK_CASES = {
     "tma_block": (
         {
@@ -225,12 +299,69 @@ HOOK_CASES = {
     "zero": ({"c": "desc", "BLOCK_M": "pow2", "BLOCK_N": "pow2", "SPLIT_K": "small"}, zero_hook),
 }
 
+_ATTENTION_ARGS = {
+    "desc_q": "hostdesc",
+    "desc_k": "hostdesc",
+    "desc_v": "hostdesc",
+    "desc_o": "hostdesc",
+    "BLOCK_M": "pow2",
+    "BLOCK_N": "pow2",
+    "HEAD_DIM": "pow2",
+}
+HOOK_CASES["tutorial_attention"] = (dict(_ATTENTION_ARGS, FP8_OUTPUT="bool?"), _host_descriptor_pre_hook)
+HOOK_CASES["plain_attention"] = (dict(_ATTENTION_ARGS, FP8_OUTPUT="bool"), plain_descriptor_hook)
+HOOK_CASES["guarded_zero"] = (
+    {"c": "desc", "BLOCK_M": "pow2", "BLOCK_N": "pow2", "SPLIT_K": "small"},
+    guarded_zero_hook,
+)
+HOOK_CASES["zero_unless_descriptor"] = (
+    {"acc": "desc_or_object", "BLOCK": "pow2"},
+    zero_unless_descriptor_hook,
+)
+HOOK_CASES["nested_return"] = (
+    {"d": "hostdesc", "e": "desc_or_object", "A": "small?", "B": "small", "BLOCK": "pow2"},
+    nested_return_hook,
+)
+HOOK_CASES["one_branch"] = ({"a": "desc", "BLOCK_M": "pow2"}, one_branch_hook)
+
+# The cases whose hook does different things on different calls (guarded actions): the test
+# checks that the random calls show more than one of them.
+GUARDED_HOOK_CASES = [
+    "tutorial_attention",
+    "plain_attention",
+    "guarded_zero",
+    "zero_unless_descriptor",
+    "nested_return",
+    "one_branch",
+]
+
 HOOK_UNSUPPORTED = {
     "loop": ("for d in ('a', 'b'):", "the statement For"),
-    "one_branch": (
-        "if nargs['BLOCK_M'] > 64:\n        nargs['a'].block_shape = [1, 2]",
-        "a block_shape set on one branch of an if only",
+    "ranks": (
+        "if nargs['BLOCK_M'] > 64:\n        nargs['a'].block_shape = [1, 2]\n"
+        "    else:\n        nargs['a'].block_shape = [1]",
+        "block shapes of different ranks on the two branches",
     ),
+    "isinstance_int": (
+        "if isinstance(nargs['a'], int):\n        nargs['a'].block_shape = [1, 2]",
+        "isinstance with a class other than triton.tools.tensor_descriptor.TensorDescriptor (int): "
+        "isinstance(nargs['a'], int) (line 5)",
+    ),
+    "isinstance_subclass": (
+        "if isinstance(nargs['a'], _Desc):\n        return",
+        "isinstance with a class other than triton.tools.tensor_descriptor.TensorDescriptor "
+        "(te_expr_cases._Desc)",
+    ),
+    "isinstance_tuple": (
+        "if isinstance(nargs['a'], (TensorDescriptor, int)):\n        return",
+        "isinstance with a class other than triton.tools.tensor_descriptor.TensorDescriptor: "
+        "isinstance(nargs['a'], (TensorDescriptor, int))",
+    ),
+    "isinstance_dict": (
+        "if isinstance(nargs, TensorDescriptor):\n        return",
+        "isinstance of something other than an argument, nargs[name]: isinstance(nargs, TensorDescriptor)",
+    ),
+    "return_value": ("return nargs['BLOCK_M']", "a return with a value: return nargs['BLOCK_M']"),
     "shape_read": ("nargs['a'].block_shape = [nargs['a'].shape[0], 2]", "the construct Subscript"),
     "call": ("print(nargs)", "the statement Expr"),
     "empty": ("nargs['a'].block_shape = ()", "a block_shape that is not a list of expressions"),
@@ -241,26 +372,58 @@ HOOK_UNSUPPORTED = {
 }
 
 
-class _Desc:
-    def __init__(self):
-        self.block_shape = [0, 0]
+class _Desc(TensorDescriptor):
+    """A host descriptor as a hook sees one (isinstance of triton's TensorDescriptor): no
+    block shape until the hook sets one; records a zero_()."""
+
+    def __init__(self):  # no dataclass fields: only what the hook sets is there
         self.zeroed = False
 
     def zero_(self):
         self.zeroed = True
 
+    def __repr__(self):
+        return "_Desc(%r)" % vars(self)
+
+
+class _Object:
+    """An argument that is neither a descriptor nor a tensor (a Python object); records a
+    zero_()."""
+
+    def __init__(self):
+        self.zeroed = False
+
+    def zero_(self):
+        self.zeroed = True
+
+    def __repr__(self):
+        return "_Object(%r)" % vars(self)
+
+
+def _raw_tensor(rng):
+    return torch.empty(0, dtype=rng.choice([torch.float16, torch.bfloat16, torch.float32]))
+
 
 def random_hook_args(name, seed):
-    """Random nargs for hook case `name`: descriptors are _Desc objects."""
+    """Random nargs for hook case `name`: host descriptors are _Desc objects; what is not one
+    is a raw CPU tensor or an _Object."""
     rng = random.Random(seed)
     kinds, _ = HOOK_CASES[name]
+    # What this call passes for "hostdesc" parameters: host descriptors, raw tensors or other
+    # objects (each of them alike), or a mix.
+    mode = rng.choice(["desc", "desc", "tensor", "object", "mixed"])
     out = {}
     for p, k in kinds.items():
         if k.endswith("?"):
             if rng.random() < 0.4:
                 continue
             k = k[:-1]
-        if k == "desc":
+        if k == "hostdesc":
+            m = rng.choice(["desc", "tensor", "object"]) if mode == "mixed" else mode
+            out[p] = _Desc() if m == "desc" else _raw_tensor(rng) if m == "tensor" else _Object()
+        elif k == "desc_or_object":
+            out[p] = _Desc() if rng.random() < 0.5 else _Object()
+        elif k == "desc":
             out[p] = _Desc()
         elif k == "pow2":
             out[p] = rng.choice([16, 32, 64, 128, 256])
@@ -270,15 +433,17 @@ def random_hook_args(name, seed):
 
 
 def run_hook(name, nargs):
-    """What Python's hook does: ("done", {param: block_shape as the hook assigned it (a list
-    or a tuple)}, [zeroed]) or ("raise", type)."""
+    """What Python's hook does: ("done", [(param, block_shape as the hook assigned it (a list
+    or a tuple))] for the arguments whose block_shape it set, [zeroed]), each sorted by name, or
+    ("raise", type)."""
     _, fn = HOOK_CASES[name]
     try:
         fn(nargs)
     except Exception as e:  # noqa: BLE001
         return ("raise", type(e).__name__)
-    blocks = {p: v.block_shape for p, v in nargs.items() if isinstance(v, _Desc)}
-    zeroed = sorted(p for p, v in nargs.items() if isinstance(v, _Desc) and v.zeroed)
+    blocks = sorted((p, vars(v)["block_shape"]) for p, v in nargs.items()
+                    if hasattr(v, "__dict__") and "block_shape" in vars(v))
+    zeroed = sorted(p for p, v in nargs.items() if getattr(v, "zeroed", False) is True)
     return ("done", blocks, zeroed)
 
 
@@ -294,6 +459,10 @@ def unsupported_hook(name):
         if body.endswith(":")
         else "def hook(nargs):\n    %s\n" % body
     )
+    # The names a hook may test against (TensorDescriptor, a subclass of it), then the hook
+    # (from line 4).
+    src = "from te_expr_cases import _Desc  # noqa: F401\n" \
+          "from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401\n\n" + src
     d = tempfile.mkdtemp()
     path = os.path.join(d, "te_hook_%s.py" % name)
     with open(path, "w") as f:
