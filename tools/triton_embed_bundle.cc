@@ -35,6 +35,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -768,7 +769,8 @@ int widen(const std::vector<std::string>& args) {
   if (out.empty()) throw UsageError{"widen: give the output file with -o OUT"};
   if (input.empty()) throw UsageError{"widen: give the bundle to widen"};
 
-  const bundle::Bundle in = bundle::Bundle::open(input);  // refused before Python starts
+  const bundle::Bundle in = bundle::Bundle::open(input);  // refused before Python starts,
+  in.check_blobs();  // its code included (format 2 leaves that to each entry's first use)
   load_jit_layer();
   te::RuntimeOptions options;
   options.python_paths = python_paths;
@@ -777,8 +779,9 @@ int widen(const std::vector<std::string>& args) {
   bundle::Contents widened = bundle::widen(in, opts, &report);
   widened.producer.note =
       "widened by triton-embed-bundle from " + input + " (" + std::string(in.producer().note) + ")";
-  const std::string bytes = bundle::serialize(widened);
   bundle::write_file(widened, out);
+  struct stat written {};
+  const long long out_size = ::stat(out.c_str(), &written) == 0 ? written.st_size : 0;
 
   size_t code = 0;
   for (const bundle::WidenReport::Added& x : report.added) {
@@ -793,15 +796,15 @@ int widen(const std::vector<std::string>& args) {
     std::cout << "not added: " << n.kernel << " " << n.what << ": " << n.why << "\n";
   }
   const size_t n = report.added.size();
-  const long long growth = static_cast<long long>(bytes.size()) - static_cast<long long>(in.size());
+  const long long growth = out_size - static_cast<long long>(in.size());
   auto count = [](size_t k, const char* one, const char* many) {
     return std::to_string(k) + " " + (k == 1 ? one : many);
   };
   std::cout << "wrote " << out << ": " << count(widened.kernels.size(), "kernel", "kernels") << ", "
             << count(widened.entries.size(), "entry", "entries") << " (" << n << " added, " << code
             << " bytes of code), " << count(widened.records.size(), "record", "records") << " ("
-            << report.records_added + report.rules.size() << " added); " << in.size() << " -> "
-            << bytes.size() << " bytes (" << (growth >= 0 ? "+" : "") << growth;
+            << report.records_added + report.rules_added << " added); " << in.size() << " -> "
+            << out_size << " bytes (" << (growth >= 0 ? "+" : "") << growth;
   if (n > 0) std::cout << ", " << growth / static_cast<long long>(n) << " per entry added";
   std::cout << ")";
   if (!report.not_added.empty()) std::cout << "; " << report.not_added.size() << " not added";

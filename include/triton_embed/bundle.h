@@ -101,8 +101,11 @@ TRITON_EMBED_API void write_bundle(const std::string& path);
  *  default; \c TRITON_EMBED_RECORD_WIDEN=1 turns it on too. The twins are compiled when the
  *  bundle is written (by write_bundle(), or before the interpreter closes at exit), never on a
  *  launch: one Triton compile per entry with an integer specialisation (Triton's disk cache
- *  keeps them for the next run). Needs the JIT layer; without it the recording is written as
- *  it is, and says so. */
+ *  keeps them for the next run). While it compiles it sets the explicit target (set_target) to
+ *  each entry's: write a widened bundle when no other thread launches (at exit, that holds).
+ *  Needs the JIT layer: write_bundle() throws NotSupportedError without it, and what the
+ *  widening throws; at exit the recording is then written as it was recorded, saying why on
+ *  stderr. What it cannot add (and why) is said on stderr. */
 TRITON_EMBED_API void set_record_widening(bool on);
 
 /*! \brief A bundle entry that serves a launch in place of the entry it asked for, reported

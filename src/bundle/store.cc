@@ -386,8 +386,13 @@ void add(Bundle b) {
   EntryIndex index = index_entries(b.view());
   Store& s = store();
   std::lock_guard<std::mutex> lock(s.mu);
-  s.bundles.push_back(std::move(b));
   s.indexes.push_back(std::move(index));
+  try {
+    s.bundles.push_back(std::move(b));
+  } catch (...) {
+    s.indexes.pop_back();  // the two stay in step
+    throw;
+  }
 }
 
 void unload_all() {
@@ -1233,10 +1238,22 @@ void write_recording() {
   std::call_once(once, [] {
     const char* path = std::getenv("TRITON_EMBED_RECORD");
     if (path == nullptr || *path == '\0') return;
+    // At exit there is no caller to throw to: what goes wrong is said, once, and a recording
+    // that cannot be widened is written as it was recorded.
     try {
-      write_file(record_widening() ? widen_recording(record()) : record(), path);
+      Contents c = record();
+      if (record_widening()) {
+        try {
+          c = widen_recording(c);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr,
+                       "triton_embed: TRITON_EMBED_RECORD=%s is written as recorded, not "
+                       "widened: %s\n",
+                       path, e.what());
+        }
+      }
+      write_file(c, path);
     } catch (const std::exception& e) {
-      // At exit there is no caller to throw to: say what was not written, once.
       std::fprintf(stderr, "triton_embed: TRITON_EMBED_RECORD=%s was not written: %s\n", path,
                    e.what());
     }

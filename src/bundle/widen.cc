@@ -319,6 +319,15 @@ class Widen {
         ck = compile_through_heuristics(l, call, opts, what);
       } else {
         if (!set.empty() && !heuristics_keep(l, set, what)) return widened;
+        if (!set.empty() && l.k->wrapper_kind == WrapperKind::kAutotune && has_descriptor(call)) {
+          // Its descriptors' block shapes are what a config's pre-hook set for the recorded
+          // values, which widen does not run again.
+          not_added(name, what + " at " + because,
+                    "its tensor descriptors' block shapes come from the autotune config's "
+                    "pre-hook, which widen does not run again for new constexpr values; record "
+                    "a call at those values instead");
+          return widened;
+        }
         ck = &detail::compile(l.inner, intern_options(opts), call.args.data(), call.args.size());
       }
       compiled_.emplace(std::make_pair(ck->hash(), ck->target()), because);  // the first says
@@ -326,6 +335,13 @@ class Widen {
       not_added(name, what + " at " + because, err.what());
     }
     return widened;
+  }
+
+  static bool has_descriptor(const KeyCall& call) {
+    for (const ArgValue& a : call.args) {
+      if (a.kind == ArgKind::kTensorDesc) return true;
+    }
+    return false;
   }
 
   // Whether a kernel whose heuristics run inside its autotuner keeps their values when the
@@ -439,6 +455,9 @@ class Widen {
     }
     for (Entry& e : rec.entries) {
       if (remap[e.kernel] < 0) continue;
+      // What the bundle holds stays its own (a key compiled again may differ in its bytes).
+      const std::string kernel = full(rec.kernels[e.kernel].module, rec.kernels[e.kernel].name);
+      if (have_.count(EntryId(kernel, e.target, e.options, e.key_words)) != 0) continue;
       e.kernel = static_cast<uint32_t>(remap[e.kernel]);
       keep.entries.push_back(std::move(e));
     }
@@ -518,6 +537,7 @@ class Widen {
         const bool replaced = existing != out.records.end();
         if (replaced) out.records.erase(existing);
         out.records.push_back(rule_record(oi, li, rule.str()));
+        r_.rules_added += replaced ? 0 : 1;
         r_.rules.push_back(where + ": " + rule.str() +
                            (replaced ? " (replaced the bundle's)" : ""));
       }
@@ -556,12 +576,6 @@ bool record_widening() {
 }
 
 Contents widen_recording(const Contents& recorded) {
-  if (!jit_linked()) {
-    std::fprintf(stderr,
-                 "triton_embed: the recording is written as it is, not widened: widening "
-                 "compiles with Triton, and this program links triton_embed::runtime only\n");
-    return recorded;
-  }
   const std::string bytes = serialize(recorded);
   const Bundle b = Bundle::from_memory(bytes.data(), bytes.size(), "(this process's recording)");
   WidenReport report;

@@ -50,7 +50,8 @@ struct WidenReport {
   };
   std::vector<Added> added;
   size_t records_added = 0;        // heuristic results computed for new constexpr values
-  std::vector<std::string> rules;  // "module.name autotuner 0: nearest (given)"
+  std::vector<std::string> rules;  // "module.name autotuner 0: nearest" (or replaced)
+  size_t rules_added = 0;          // of those, the rules the bundle had none for
   struct NotAdded {
     std::string kernel, what, why;  // what: "entry #3 for cuda:90 (signature)", "its entries"
   };

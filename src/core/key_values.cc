@@ -23,6 +23,10 @@ constexpr uint64_t kUnaligned = 0x10004;
 ArgValue integer_for(DType t, SpecKey key) {
   ArgValue v{};
   v.kind = ArgKind::kInt;
+  if (key == SpecKey::kOne) {  // a forced or annotated integer type given 1
+    v.i = 1;
+    return v;
+  }
   const bool d = key == SpecKey::kDiv16;
   switch (t) {
     case DType::i64:
@@ -33,7 +37,7 @@ ArgValue integer_for(DType t, SpecKey key) {
       v.u = (uint64_t{1} << 63) + (d ? 0 : 1);  // beyond INT64_MAX
       break;
     default:
-      v.i = key == SpecKey::kOne ? 1 : d ? 16 : 17;
+      v.i = d ? 16 : 17;
       break;
   }
   return v;
@@ -315,6 +319,11 @@ class Rebuild {
 bool call_from_key(const KernelState& k, const uint64_t* w, size_t n, KeyCallKind kind,
                    KeyCall* out, std::string* why, int only) {
   *out = KeyCall{};
+  if (n > kMaxKeyWords) {
+    *why = "a key of " + std::to_string(n) + " words (a call's has at most " +
+           std::to_string(kMaxKeyWords) + ")";
+    return false;
+  }
   if (!Rebuild(k, w, n, kind, only, *out).run(why)) return false;
   // What the call specialises as, against the key: the same (kAsKeyed), or served by it
   // (kGeneric). A rule of Triton's this rebuild does not follow shows up here, not as a wrong
@@ -373,9 +382,12 @@ uint64_t serving_class(const uint64_t* w, size_t n) {
       return hash_words(h, w, static_cast<uint32_t>(n));
     }
     // A constexpr integer 1: leaf word, tag, value.
+    // The value's tag: its kind and its `big` bit (a dtype beside kInt changes neither what
+    // the value is nor what serves it: is_specialised_one reads the value alone).
     const bool one = words == 3 &&
                      (item[0] & 0xFFu) == static_cast<uint64_t>(LeafKind::kConstexpr) &&
-                     item[1] == static_cast<uint64_t>(ArgKind::kInt) && item[2] == 1;
+                     (item[1] & 0xFFu) == static_cast<uint64_t>(ArgKind::kInt) &&
+                     ((item[1] >> 16) & 1u) == 0 && item[2] == 1;
     if (one) {
       h = word_hash_round(h, kPlainI32);
       continue;

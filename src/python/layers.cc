@@ -479,6 +479,11 @@ std::unique_ptr<Choice> python_tune(KernelState& k, const TuneLayer& t, const Fr
     TE_CHECK(!py::closed(), PythonError)
         << full_name(k) << ": cannot tune: the Python interpreter has shut down";
     py::Gil gil;
+    // Whatever a callback left (a benchmark that caught its error, a tune that failed for
+    // another reason) is dropped before the GIL is: no Python object outlives the tune.
+    struct ForgetCallbackError {
+      ~ForgetCallbackError() { forget_callback_error(); }
+    } forget;
     g_python_calls.fetch_add(1, std::memory_order_relaxed);
     try {
       auto [args, kwargs] = frame_args(k, f);
@@ -512,7 +517,6 @@ std::unique_ptr<Choice> python_tune(KernelState& k, const TuneLayer& t, const Fr
             });
         pyb::tuple r =
             py::glue().attr("tune")(tuner, args, kwargs, progress, triton_scratch_allocator(k));
-        forget_callback_error();  // a benchmark that caught one carried on
         made = make_choice(k, r[0], f.options);
         made->result.key = r[1].cast<std::string>();
         for (pyb::handle item : pyb::reinterpret_borrow<pyb::list>(r[2])) {

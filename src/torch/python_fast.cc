@@ -1409,6 +1409,13 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
     ++nnamed;
     if (static_cast<size_t>(p) < npos || by_param[p] != nullptr) {
       positional = false;  // given twice: the library raises Python's TypeError
+    } else if (state.layer_params.heuristic.has(static_cast<uint32_t>(p)) ||
+               state.layer_params.config.has(static_cast<uint32_t>(p))) {
+      // A parameter a layer sets stays named: a heuristic overwrites it, as Heuristics.run
+      // does (its function sees the value given), and an autotune config's is Triton's
+      // conflict; by position both would be the binder's "multiple values".
+      positional = false;
+      by_param[p] = args[npos + i];
     } else {
       by_param[p] = args[npos + i];
       end = std::max(end, static_cast<size_t>(p) + 1);

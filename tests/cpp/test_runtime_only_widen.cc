@@ -11,9 +11,12 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/key_values.h"
+#include "core/specialize.h"
 #include "cuda_shim.h"
 #include "message_of.h"
 #include "testing/testing.h"
@@ -126,6 +129,49 @@ TEST_F(RuntimeOnlyWiden, RowsServeEveryCountAroundEachBoundary) {
             te_widen::kHidden, te_widen::kHidden, 1e-6f, 1024);
   });
   EXPECT_NE(why.find("n_rows: i64 D"), std::string::npos) << why;
+}
+
+// What the store's index relies on (src/core/key_values.h): an entry that serves a call
+// (match_key) is of the call's serving class, so a lookup finds it in the call's bucket. Over
+// every combination of the specialisations rows_kernel's three integers take (1, "D",
+// neither), each key as a call and as an entry.
+TEST_F(RuntimeOnlyWiden, AnEntryThatServesACallIsOfItsServingClass) {
+  namespace td = te::detail;
+  const te::JitFunction rows("te_widen_kernels", "rows_kernel");
+  const td::KernelState& k = *td::testing::state(rows);
+  struct Keyed {
+    std::unique_ptr<td::LeafList> leaves = std::make_unique<td::LeafList>();
+    std::unique_ptr<td::Key> key = std::make_unique<td::Key>();
+    std::vector<te::ArgValue> args;
+  };
+  std::vector<Keyed> keyed;
+  for (int64_t a : {1, 16, 17}) {
+    for (int64_t b : {1, 16, 17}) {
+      for (int64_t c : {1, 16, 17}) {
+        Keyed x;
+        x.args.resize(8);
+        td::fill_args(x.args.data(), te_bundle::kX, te_bundle::kY, te_bundle::kOut, a, b, c, 1e-6f,
+                      1024);
+        td::specialize(k, x.args.data(), *x.leaves);
+        td::build_key(k, *x.leaves, *x.key);
+        keyed.push_back(std::move(x));
+      }
+    }
+  }
+  size_t served = 0;
+  for (const Keyed& call : keyed) {
+    for (const Keyed& entry : keyed) {
+      const td::KeyMatch m =
+          td::match_key(k, *call.leaves, *call.key, entry.key->w, entry.key->n, false);
+      if (m.verdict == td::KeyMatch::Verdict::kRefused) continue;
+      ++served;
+      EXPECT_EQ(td::serving_class(call.key->w, call.key->n),
+                td::serving_class(entry.key->w, entry.key->n));
+    }
+  }
+  // Per integer, an entry's 17 (neither) serves a call's 1, 16 and 17, its 16 ("D") only 16,
+  // its 1 only 1: 5 pairs of values, 5^3 of keys.
+  EXPECT_EQ(served, 125u);
 }
 
 // Reason 2: a constexpr carries a size. Each batch widen was given is served at every sequence

@@ -319,6 +319,17 @@ def test_heuristics_and_autotune():
     assert triton_embed.fast_path_stats() == {"fast": 6, "triton": 0, "grid_programs": 6}
 
 
+def test_parameters_a_heuristic_sets_given_by_name_take_the_heuristics_values():
+    # As Triton's Heuristics.run: the heuristics' values win (BLOCK = 999 would not compile).
+    n = 1000
+    x, y, out = data(n, seed=3), data(n, seed=4), torch.empty(n)
+    triton_embed.jit(heur_add_kernel)[lambda m: (triton.cdiv(m["n"], m["BLOCK"]),)](
+        x, y, out, n, BLOCK=999, EVEN=True)
+    assert torch.equal(out, x + y)
+    assert triton_embed.fast_path_stats()["fast"] == 1
+    assert triton_embed.fast_path_stats()["triton"] == 0
+
+
 def test_tuples_dtypes_constexpr_and_launch_options():
     n = 300
     a, b, out = data(n, seed=5), data(n, seed=6), torch.empty(n)
