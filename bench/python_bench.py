@@ -145,10 +145,20 @@ def fast_path(x, y, o, grid, tuned_grid, sync):
     the descriptors made once). The autotuned add twice: with its grid as Triton's tutorials
     write it (a lambda with triton.cdiv, which the fast path evaluates without calling it) and
     with tuned_grid (a lambda calling a Python function, called at each launch), beside Triton's
-    kernel[grid] on the former. Interleaved in one group."""
+    kernel[grid] on the former. The heuristics add again with EVEN, which its heuristic sets,
+    given by name (the heuristic's value wins, as in Heuristics.run). A call the fast path hands
+    to Triton's launcher (bench_kernels.apply_kernel: a @triton.jit function as an argument)
+    beside Triton's own kernel[grid] of it. Interleaved in one group."""
     import torch
     import triton
-    from bench_kernels import add_autotune_kernel, add_heuristics_kernel, args_32, tma_copy
+    from bench_kernels import (
+        add_autotune_kernel,
+        add_heuristics_kernel,
+        apply_kernel,
+        args_32,
+        negate,
+        tma_copy,
+    )
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     import triton_embed
@@ -159,6 +169,7 @@ def fast_path(x, y, o, grid, tuned_grid, sync):
     fast_tuned = triton_embed.jit(add_autotune_kernel)
     fast_args32 = triton_embed.jit(args_32)
     fast_tma = triton_embed.jit(tma_copy)
+    fast_apply = triton_embed.jit(apply_kernel)
     ptrs = [torch.empty(1, device="cuda") for _ in range(32)]
     TM, TN, BM = 256, 64, 64
     a = torch.rand((TM, TN), device="cuda")
@@ -182,10 +193,17 @@ def fast_path(x, y, o, grid, tuned_grid, sync):
     sync()
     if not torch.equal(o, x + y):
         raise RuntimeError("add_autotune_kernel through triton_embed.jit: wrong result")
+    o.zero_()
+    fast_heur[grid](x, y, o, N, BLOCK=BLOCK, EVEN=False)  # the heuristic's True wins
+    fast_apply[grid](x, o, N, negate, BLOCK=BLOCK)
+    sync()
+    if not torch.equal(o, -x):
+        raise RuntimeError("apply_kernel through triton_embed.jit (Triton's launcher): wrong result")
     names = ["python_fast_us", "python_fast_heuristics_us", "python_fast_autotune_us",
              "python_fast_autotune_called_grid_us", "python_autotune_kernel_grid_cdiv_us",
              "python_fast_args32_us", "python_args32_kernel_grid_us", "python_fast_tma_us",
-             "python_tma_kernel_grid_us"]
+             "python_tma_kernel_grid_us", "python_fast_heuristics_named_us",
+             "python_fast_fallback_us", "python_fallback_kernel_grid_us"]
     fns = [lambda: fast_add[grid](x, y, o, N, BLOCK=BLOCK),
            lambda: fast_heur[grid](x, y, o, N, BLOCK=BLOCK),
            lambda: fast_tuned[cdiv_grid](x, y, o, N),
@@ -194,7 +212,10 @@ def fast_path(x, y, o, grid, tuned_grid, sync):
            lambda: fast_args32[(1,)](*ptrs),
            lambda: args_32[(1,)](*ptrs),
            lambda: fast_tma[tgrid](src, dst, BM, TN),
-           lambda: tma_copy[tgrid](src, dst, BM, TN)]
+           lambda: tma_copy[tgrid](src, dst, BM, TN),
+           lambda: fast_heur[grid](x, y, o, N, BLOCK=BLOCK, EVEN=False),
+           lambda: fast_apply[grid](x, o, N, negate, BLOCK=BLOCK),
+           lambda: apply_kernel[grid](x, o, N, negate, BLOCK=BLOCK)]
     # Each target row's raw floor, measured here beside it (the cubins Triton compiled for the
     # same calls, which the fast path launches too).
     xyon = [x.data_ptr(), y.data_ptr(), o.data_ptr(), N]
@@ -216,6 +237,7 @@ def fast_path(x, y, o, grid, tuned_grid, sync):
     results = dict(zip(names, (statistics.median(t) for t in times)))
     floor_of = {key: key for key in floors}
     floor_of["python_fast_autotune_called_grid_us"] = "python_fast_autotune_us"
+    floor_of["python_fast_heuristics_named_us"] = "python_fast_heuristics_us"
     for key, floor_key in floor_of.items():
         # As launch_bench's paired(): the median over batches of the row's time over its
         # floor's (the two measured back to back), with its quartiles.
@@ -227,6 +249,14 @@ def fast_path(x, y, o, grid, tuned_grid, sync):
         results[base + "_ratio"] = statistics.median(ratios)
         results[base + "_p25"] = quantile(ratios, 0.25)
         results[base + "_p75"] = quantile(ratios, 0.75)
+    # The call handed to Triton's launcher against Triton's own kernel[grid] of it, batch by
+    # batch, as above.
+    ratios = [f / t for f, t in zip(times[names.index("python_fast_fallback_us")],
+                                    times[names.index("python_fallback_kernel_grid_us")])]
+    results["python_fast_fallback_raw_us"] = results["python_fallback_kernel_grid_us"]
+    results["python_fast_fallback_ratio"] = statistics.median(ratios)
+    results["python_fast_fallback_p25"] = quantile(ratios, 0.25)
+    results["python_fast_fallback_p75"] = quantile(ratios, 0.75)
     results["python_fast_path_stats"] = triton_embed.fast_path_stats()
     return results
 

@@ -68,6 +68,12 @@ PYTHON_TARGETS = [
      "<= 1.25x raw", "python_fast_autotune_us", 1.25),
     ("Python triton_embed.jit 32 arguments <= 1.40x raw", "python_fast_args32_us", 1.40),
     ("Python triton_embed.jit 2 TMA descriptors <= 1.40x raw", "python_fast_tma_us", 1.40),
+    ("Python triton_embed.jit @triton.heuristics, the parameter it sets given by name "
+     "<= 1.25x raw", "python_fast_heuristics_named_us", 1.25),
+    # Against Triton's own kernel[grid] of the same call, not raw.
+    ("Python triton_embed.jit, a call handed to Triton's launcher (a @triton.jit function as an "
+     "argument; its floor: Triton's own kernel[grid]) <= 1.05x Triton's kernel[grid]",
+     "python_fast_fallback_us", 1.05),
 ]
 
 

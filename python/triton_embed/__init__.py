@@ -100,18 +100,29 @@ def jit(kernel):
     (``best_config``, ``fn``, ``cache``, ...), methods (``run``, ``warmup``) and ``isinstance``
     checks, so ``torch.compile`` traces it as the kernel. Usable as a decorator above Triton's
     own. A call the fast path does not take (Triton's launch hooks set, an argument kind it does
-    not convert) runs through Triton's launcher; ``fast_path_stats()`` counts both.
+    not convert) runs through Triton's launcher; ``fast_path_stats()`` counts both, with the
+    reasons.
+
+    With ``TRITON_INTERPRET=1`` set when the kernel was decorated, ``@triton.jit`` makes Triton's
+    ``InterpretedFunction``: the view is made as for any kernel, and its calls run Triton's
+    interpreter (counted as Triton's).
     """
     from triton.runtime.autotuner import Autotuner, Heuristics
+    from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
     if isinstance(kernel, _fast.FastKernel):
         return kernel
-    if not isinstance(kernel, (JITFunction, Autotuner, Heuristics)):
+    if not isinstance(kernel, (JITFunction, Autotuner, Heuristics, InterpretedFunction)):
         raise TypeError(
             "triton_embed.jit takes a @triton.jit function, or one wrapped in @triton.autotune or "
             "@triton.heuristics; got %s" % type(kernel).__qualname__
         )
+    inner = kernel  # the kernel under the wrappers: a JITFunction or an InterpretedFunction
+    while isinstance(inner, (Autotuner, Heuristics)):
+        inner = inner.fn
+    fn = getattr(inner, "fn", None)
+    label = "%s.%s" % (getattr(fn, "__module__", "?"), getattr(fn, "__qualname__", "?"))
     base = type(kernel)
     cls = _view_classes.get(base)
     if cls is None:
@@ -119,15 +130,22 @@ def jit(kernel):
         _view_classes[base] = cls
     view = cls.__new__(cls)
     view.__dict__ = kernel.__dict__
-    _fast.bind(view, kernel)
+    _fast.bind(view, kernel, label, isinstance(inner, InterpretedFunction))
     return view
 
 
 def fast_path_stats():
     """How many launches of ``triton_embed.jit`` views took each path since the process started
-    (or ``reset_fast_path_stats()``): ``{"fast": n, "triton": m, "grid_programs": g}``, where g
-    counts the launches whose grid callable was evaluated from its translation instead of being
-    called."""
+    (or ``reset_fast_path_stats()``)::
+
+        {"fast": n, "triton": m, "grid_programs": g, "reasons": {text: count, ...}}
+
+    g counts the launches whose grid callable was evaluated from its translation instead of
+    being called. ``reasons`` says why the m calls went to Triton's launcher, one text per
+    kernel, reason and argument: ``"<module>.<kernel>: argument '<parameter>' (<type>):
+    <reason>"``, or ``"...: the call: <reason>"`` for a reason of the whole call (Triton's
+    launch hooks or the kernel's pre-run hooks set, TRITON_INTERPRET=1, a call the library
+    refused). The README's table of call patterns says what to change for each."""
     return _fast.stats()
 
 

@@ -1133,7 +1133,7 @@ class _GridTranslator(_Translator):
             if not 1 <= len(body.elts) <= 3 or any(isinstance(e, ast.Starred) for e in body.elts):
                 self.stop(body, "a grid of other than 1 to 3 dimensions")
             return [self.expr(e) for e in body.elts]
-        return [self.expr(body)]  # one int: the grid (n,)
+        self.stop(body, "a grid that is no tuple or list (Triton takes its len())")
 
 
 def grid_expression(fn, params):

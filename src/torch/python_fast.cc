@@ -50,6 +50,22 @@ std::atomic<uint64_t> g_triton_calls{0};
 // Launches whose grid callable's program gave the grid in place of calling it.
 std::atomic<uint64_t> g_grid_programs{0};
 
+// Why a call went to Triton's launcher (fast_path_stats()["reasons"]; reason_text says each).
+enum class Fallback : uint8_t {
+  kNone,
+  kInterpreter,       // TRITON_INTERPRET=1 made the kernel an InterpretedFunction
+  kLaunchHooks,       // knobs.runtime.launch_enter_hook / launch_exit_hook set
+  kPreRunHooks,       // the kernel's pre_run_hooks (add_pre_run_hook)
+  kTooManyArguments,  // more than kMaxCallArgs arguments or parameters
+  kKind,              // an argument of a kind this path does not convert
+  kBigInt,            // an integer beyond 64 bits
+  kTooManyValues,     // more values, tensors or descriptors than a call's conversion holds
+  kDType,             // a triton.language.dtype the library does not know
+  kDescriptorBase,    // a TensorDescriptor whose base is no tensor
+  kReadFailed,        // reading the argument raised (a tensor without storage, ...)
+  kRefused,           // the library refused the call: Triton's launcher raises or serves it
+};
+
 // ---- Python objects this module compares against, found once at import ------------------
 
 struct Types {
@@ -319,8 +335,27 @@ struct NameMemo {
   ArgValue frees[kMaxGridFree];  // the free names' values (used: those found in the dicts)
 };
 
+// A call shape whose calls go to Triton's launcher without being read again: the number of
+// positional arguments, the tuple of names (a call site passes the same constant tuple at each
+// call) and each argument's type (references), where an argument of that type is of a kind
+// this path does not convert (Fallback::kKind). Plain data, zeroed: nothing kept.
+constexpr size_t kMaxShapeArgs = 32;
+constexpr size_t kMaxLeftShapes = 4;
+struct LeftShape {
+  PyObject* kw_names;  // null: none (a slot without a shape has nargs == 0 and types[0] null)
+  uint16_t npos, nargs;
+  int16_t param;  // the parameter whose argument is of that kind
+  uint16_t arg;   // that argument's place among the call's arguments
+  PyTypeObject* types[kMaxShapeArgs];
+};
+
 struct FastKernel {
   PyObject_HEAD PyObject* kernel;  // the wrapped Triton object (its __dict__ is the view's)
+  PyObject* label;                 // the kernel's name for fast_path_stats()'s reasons (a str)
+  bool interpreted;  // the innermost kernel is Triton's InterpretedFunction (TRITON_INTERPRET=1)
+  uint8_t nleft;     // shapes in `left`, the oldest replaced first when full
+  uint8_t next_left;
+  LeftShape left[kMaxLeftShapes];
   KernelState* state;       // loaded at the first call (a decorator runs before its module is set)
   PyObject* params;         // dict: parameter name -> index
   PyObject* names;          // tuple: the parameters' names, in order
@@ -334,6 +369,9 @@ struct FastKernel {
   NameMemo name_memo;
   // Per layer of the state, its Autotuner (None for another layer); null without any.
   PyObject* tuners;
+  // The launch options some config of those Autotuners sets (a set of names; null: none): a
+  // call that also gives one is Triton's conflict (Autotuner.run passes both).
+  PyObject* config_options;
   // The last choice whose triton.Config was looked up, and that config (a reference).
   const Choice* last_choice;
   PyObject* last_config;
@@ -346,15 +384,24 @@ struct FastKernel {
 PyTypeObject* g_kernel_type = nullptr;
 PyTypeObject* g_launcher_type = nullptr;
 
+void clear_shape(LeftShape& shape) {
+  Py_CLEAR(shape.kw_names);
+  for (size_t i = 0; i < shape.nargs; ++i) Py_CLEAR(shape.types[i]);
+  shape.nargs = 0;
+}
+
 void kernel_dealloc(PyObject* self) {
   auto* k = reinterpret_cast<FastKernel*>(self);
   Py_CLEAR(k->kernel);
+  Py_CLEAR(k->label);
+  for (size_t i = 0; i < k->nleft; ++i) clear_shape(k->left[i]);
   Py_CLEAR(k->params);
   Py_CLEAR(k->names);
   Py_CLEAR(k->options);
   Py_CLEAR(k->pre_run_hooks);
   Py_CLEAR(k->grid_code);
   Py_CLEAR(k->tuners);
+  Py_CLEAR(k->config_options);
   Py_CLEAR(k->last_config);
   Py_CLEAR(k->kw_names);
   Py_TYPE(self)->tp_free(self);
@@ -381,17 +428,27 @@ bool ensure_loaded(FastKernel* k) {
     }
     pyb::object hooks = pyb::getattr(fn, g_types.s_pre_run_hooks, pyb::none());
     pyb::tuple tuners(s->layers.size());
+    pyb::set config_options;
     bool tuned = false;
     for (size_t li = 0; li < s->layers.size(); ++li) {
       PyObject* tuner = nullptr;
       if (const TuneLayer* t = s->layers[li]->tune.get()) tuner = py::tuner(*s, *t);
       tuners[li] = tuner != nullptr ? pyb::handle(tuner) : pyb::none();
       tuned = tuned || tuner != nullptr;
+      if (tuner == nullptr) continue;
+      for (pyb::handle config : pyb::handle(tuner).attr("configs")) {
+        pyb::dict meta = config.attr("kwargs");
+        for (pyb::handle name : config.attr("all_kwargs")()) {
+          if (!meta.contains(name)) config_options.add(name);
+        }
+      }
     }
     pyb::dict options;
     const InternedOptions* no_options = intern_options(Options());
     // Nothing below fails: a load that raised above leaves the fields as they were.
     Py_XSETREF(k->tuners, tuned ? tuners.release().ptr() : nullptr);
+    Py_XSETREF(k->config_options,
+               pyb::len(config_options) != 0 ? config_options.release().ptr() : nullptr);
     Py_XSETREF(k->pre_run_hooks, PyList_Check(hooks.ptr()) ? hooks.release().ptr() : nullptr);
     Py_XSETREF(k->params, params.release().ptr());
     Py_XSETREF(k->names, names.release().ptr());
@@ -482,21 +539,149 @@ bool hook_set(PyObject* name, HookWatch& w) {
   return PyList_GET_SIZE(calls) != 0;
 }
 
-// Whether Triton's launcher would run hooks for this call (its launch hooks, or the kernel's
-// pre_run_hooks): the call then goes there.
-bool hooks_set(FastKernel* k) {
-  return hook_set(g_types.s_enter, g_enter_hook) || hook_set(g_types.s_exit, g_exit_hook) ||
-         (k->pre_run_hooks != nullptr && PyList_GET_SIZE(k->pre_run_hooks) != 0);
+// Which hooks Triton's launcher would run for this call (its launch hooks, or the kernel's
+// pre_run_hooks), if any: the call then goes there.
+Fallback hooks_set(FastKernel* k) {
+  if (hook_set(g_types.s_enter, g_enter_hook) || hook_set(g_types.s_exit, g_exit_hook)) {
+    return Fallback::kLaunchHooks;
+  }
+  if (k->pre_run_hooks != nullptr && PyList_GET_SIZE(k->pre_run_hooks) != 0) {
+    return Fallback::kPreRunHooks;
+  }
+  return Fallback::kNone;
 }
 
-// Triton's own launch of the call: kernel[grid](*args, **kwargs).
-PyObject* triton_launch(Launcher* l, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+// ---- Calls that go to Triton's launcher, and why -------------------------------------------
+
+// How many calls went to Triton's launcher, by kernel, reason, parameter and argument type
+// (references: their text is made only when fast_path_stats() asks). Guarded by the GIL.
+struct LeftCount {
+  PyObject* label;     // the kernel's (interned)
+  PyObject* param;     // the parameter's name; null: the call as a whole
+  PyTypeObject* type;  // the argument's type, for Fallback::kKind; else null
+  Fallback why;
+  uint64_t n;
+};
+constexpr size_t kMaxLeftCounts = 64;
+LeftCount g_left[kMaxLeftCounts];
+size_t g_nleft = 0;
+uint64_t g_left_unlisted = 0;  // calls of reasons beyond the first kMaxLeftCounts
+
+void count_left(const FastKernel* k, Fallback why, int param, PyTypeObject* type) {
+  PyObject* name = param >= 0 && k->names != nullptr ? PyTuple_GET_ITEM(k->names, param) : nullptr;
+  for (size_t i = 0; i < g_nleft; ++i) {
+    LeftCount& e = g_left[i];
+    if (e.label == k->label && e.why == why && e.param == name && e.type == type) {
+      ++e.n;
+      return;
+    }
+  }
+  if (g_nleft == kMaxLeftCounts) {
+    ++g_left_unlisted;
+    return;
+  }
+  Py_XINCREF(k->label);
+  Py_XINCREF(name);
+  Py_XINCREF(type);
+  g_left[g_nleft++] = LeftCount{k->label, name, type, why, 1};
+}
+
+void clear_left_counts() {
+  for (size_t i = 0; i < g_nleft; ++i) {
+    Py_CLEAR(g_left[i].label);
+    Py_CLEAR(g_left[i].param);
+    Py_CLEAR(g_left[i].type);
+  }
+  g_nleft = 0;
+  g_left_unlisted = 0;
+}
+
+const char* reason_text(Fallback why) {
+  switch (why) {
+    case Fallback::kNone:
+      break;
+    case Fallback::kInterpreter:
+      return "TRITON_INTERPRET=1 made the kernel an InterpretedFunction: Triton's interpreter "
+             "runs it";
+    case Fallback::kLaunchHooks:
+      return "Triton's launch hooks are set (triton.knobs.runtime.launch_enter_hook or "
+             "launch_exit_hook): its launcher runs them";
+    case Fallback::kPreRunHooks:
+      return "the kernel has pre-run hooks (add_pre_run_hook): Triton's launcher runs them";
+    case Fallback::kTooManyArguments:
+      return "more than 128 arguments or parameters";
+    case Fallback::kKind:
+      return "an object of a kind the fast path does not convert";
+    case Fallback::kBigInt:
+      return "an integer beyond 64 bits";
+    case Fallback::kTooManyValues:
+      return "more than 512 values in tuples, 256 tensors or 8 tensor descriptors in one call";
+    case Fallback::kDType:
+      return "a triton.language.dtype the library does not know";
+    case Fallback::kDescriptorBase:
+      return "a TensorDescriptor whose base the fast path does not read (no tensor, or one "
+             "only the descriptor holds)";
+    case Fallback::kReadFailed:
+      return "reading it raised (a tensor without storage, ...): Triton's launcher raises or "
+             "serves it";
+    case Fallback::kRefused:
+      return "the library refused the call (a missing or repeated argument, an unknown option, "
+             "a value it does not take): Triton's launcher raises its own error for it, or "
+             "serves it";
+  }
+  return "?";
+}
+
+// Triton's own launch of the call, kernel[grid](*args, **kwargs), counted with its reason
+// (`param`: the parameter whose argument it is, or -1; `type`: the argument's type, for kKind).
+PyObject* triton_launch(Launcher* l, Fallback why, int param, PyTypeObject* type,
+                        PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   g_triton_calls.fetch_add(1, std::memory_order_relaxed);
+  count_left(l->kernel, why, param, type);
   PyObject* bound = PyObject_GetItem(l->kernel->kernel, l->grid);
   if (bound == nullptr) return nullptr;
   PyObject* r = PyObject_Vectorcall(bound, args, nargsf, kwnames);
   Py_DECREF(bound);
   return r;
+}
+
+// The shape of k's calls that go to Triton's launcher (LeftShape) that this call has, if any.
+const LeftShape* left_shape(const FastKernel* k, PyObject* const* args, size_t npos, size_t nargs,
+                            PyObject* kwnames) {
+  for (size_t i = 0; i < k->nleft; ++i) {
+    const LeftShape& s = k->left[i];
+    if (s.npos != npos || s.nargs != nargs || s.kw_names != kwnames) continue;
+    size_t j = 0;
+    while (j < nargs && Py_TYPE(args[j]) == s.types[j]) ++j;
+    if (j == nargs) return &s;
+  }
+  return nullptr;
+}
+
+// Remembers the call's shape: its argument of parameter `param` is of a kind this path does not
+// convert, so every call of that shape goes to Triton's launcher unread.
+void remember_left_shape(FastKernel* k, PyObject* const* args, size_t npos, size_t nargs,
+                         PyObject* kwnames, int param, size_t arg) {
+  if (nargs == 0 || nargs > kMaxShapeArgs) return;
+  size_t at = k->nleft;
+  if (at == kMaxLeftShapes) {
+    at = k->next_left;
+    k->next_left = static_cast<uint8_t>((at + 1) % kMaxLeftShapes);
+    clear_shape(k->left[at]);
+  } else {
+    ++k->nleft;
+  }
+  LeftShape& s = k->left[at];
+  Py_XINCREF(kwnames);
+  s.kw_names = kwnames;
+  s.npos = static_cast<uint16_t>(npos);
+  s.nargs = static_cast<uint16_t>(nargs);
+  s.param = static_cast<int16_t>(param);
+  s.arg = static_cast<uint16_t>(arg);
+  for (size_t j = 0; j < nargs; ++j) {
+    s.types[j] = Py_TYPE(args[j]);
+    Py_INCREF(s.types[j]);
+  }
 }
 
 // A TensorDescriptor argument's C++ descriptor: per thread, the last few with their fields,
@@ -556,8 +741,10 @@ struct Conversion {
   size_t ntensors = 0;
   DescCache::Slot* held[kMaxDescs];
   size_t nheld = 0;
-  TensorPlace place;         // where the tensors are, as they were read
-  bool unsupported = false;  // an argument this path does not convert: Triton's launcher runs
+  TensorPlace place;               // where the tensors are, as they were read
+  bool unsupported = false;        // an argument this path does not convert: Triton's launcher runs
+  Fallback why = Fallback::kNone;  // and why (the first reason found)
+  PyObject* why_object = nullptr;  // for kKind: the object (borrowed)
   Conversion() = default;
   Conversion(const Conversion&) = delete;
   Conversion& operator=(const Conversion&) = delete;
@@ -566,12 +753,21 @@ struct Conversion {
   }
 };
 
+// Marks the call as one this path leaves to Triton's launcher, for `why`.
+inline void leave(Conversion& c, Fallback why, PyObject* object = nullptr) {
+  if (!c.unsupported) {
+    c.why = why;
+    c.why_object = object;
+  }
+  c.unsupported = true;
+}
+
 // Adds the defined tensor t of top-level argument `arg`, read as `v` on `device`, to the call's
 // tensors (c.unsupported when there are too many).
 inline void add_tensor(const at::Tensor& t, const ArgValue& v, c10::Device device, uint32_t arg,
                        Conversion& c) {
   if (C10_UNLIKELY(c.ntensors == kMaxTensors)) {
-    c.unsupported = true;
+    leave(c, Fallback::kTooManyValues);
     return;
   }
   c.tensors[c.ntensors++] = TensorRef{&t, arg};
@@ -673,7 +869,7 @@ bool exact_ints(PyObject* t) {
 // A triton.tools.tensor_descriptor.TensorDescriptor as the library's descriptor.
 bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
   if (c.nheld == kMaxDescs) {
-    c.unsupported = true;
+    leave(c, Fallback::kTooManyValues);
     return true;
   }
   if (t_descs == nullptr) t_descs = new DescCache();
@@ -756,7 +952,7 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
     dtype = v.dtype;
     flags = v.flags;
   } else {
-    c.unsupported = true;  // a base that is no tensor: Triton's launcher takes it
+    leave(c, Fallback::kDescriptorBase);  // Triton's launcher takes it
   }
   Py_DECREF(base);
   if (c.unsupported) return true;
@@ -815,7 +1011,7 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
       if (!s.in_use) slot = &s;
     }
     if (slot == nullptr) {
-      c.unsupported = true;
+      leave(c, Fallback::kTooManyValues);
       return true;
     }
     cache.next = static_cast<unsigned>((slot - cache.slots) + 1) % 16;
@@ -941,13 +1137,13 @@ bool convert_other(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
   out = ArgValue{};
   if (py::scalar_from_python(o, out)) return true;
   if (PyLong_Check(o)) {  // beyond 64 bits: Triton's launcher says what it says
-    c.unsupported = true;
+    leave(c, Fallback::kBigInt);
     return true;
   }
   if (PyTuple_Check(o)) {
     const Py_ssize_t n = PyTuple_GET_SIZE(o);
     if (c.nvals + static_cast<size_t>(n) > kMaxValues) {
-      c.unsupported = true;
+      leave(c, Fallback::kTooManyValues);
       return true;
     }
     ArgValue* elems = c.vals + c.nvals;
@@ -975,12 +1171,12 @@ bool convert_other(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
   if (PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g_types.dtype_type))) {
     out.kind = ArgKind::kDType;
     out.dtype = dtype_of(o);
-    if (out.dtype == DType::invalid) c.unsupported = true;
+    if (out.dtype == DType::invalid) leave(c, Fallback::kDType);
     return true;
   }
   if (PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g_types.constexpr_type))) {
     if (c.nvals == kMaxValues) {
-      c.unsupported = true;
+      leave(c, Fallback::kTooManyValues);
       return true;
     }
     PyObject* v = PyObject_GetAttr(o, g_types.s_value);
@@ -994,7 +1190,7 @@ bool convert_other(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
     return true;
   }
   // Other objects (data_ptr() objects, JIT functions, ...): Triton's launcher.
-  c.unsupported = true;
+  leave(c, Fallback::kKind, o);
   return true;
 }
 
@@ -1305,17 +1501,16 @@ Grid call_grid(const void* ctx, const Meta& meta) {
 // A grid: a tuple or list of 1-3 integers, or an integer.
 Grid grid_from(PyObject* g) {
   int64_t d[3] = {1, 1, 1};
-  if (PyLong_Check(g)) {
-    d[0] = PyLong_AsLongLong(g);
-  } else if (PyTuple_Check(g) || PyList_Check(g)) {
+  if (PyTuple_Check(g) || PyList_Check(g)) {
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(g);
     if (n < 1 || n > 3) {
       throw ValueError("the grid has " + std::to_string(n) + " dimensions; give 1 to 3");
     }
     for (Py_ssize_t i = 0; i < n; ++i) d[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(g, i));
   } else {
-    throw TypeError(std::string("a grid is a tuple of integers or a callable on the "
-                                "meta-parameters, got ") +
+    // An int too, as in Triton's launcher (it takes the grid's len()).
+    throw TypeError(std::string("a grid is a tuple or list of 1 to 3 integers, or a callable on "
+                                "the meta-parameters giving one; got ") +
                     Py_TYPE(g)->tp_name);
   }
   if (PyErr_Occurred()) throw pyb::error_already_set();
@@ -1343,6 +1538,15 @@ const InternedOptions* options_of(FastKernel* k, PyObject* const* values, PyObje
   Options options;
   for (size_t i = 0; i < n; ++i) {
     const std::string name = pyb::str(PyTuple_GET_ITEM(names, which[i])).cast<std::string>();
+    if (k->config_options != nullptr) {
+      const int set = PySet_Contains(k->config_options, PyTuple_GET_ITEM(names, which[i]));
+      if (set < 0) throw pyb::error_already_set();
+      if (set != 0) {  // not remembered: each such call is refused
+        throw TypeError(k->state->name + ": launch option '" + name +
+                        "' given to an autotuned kernel whose configs set it (Triton's "
+                        "Autotuner gets multiple values for it); set it in the configs");
+      }
+    }
     PyObject* v = values[which[i]];
     if (PyBool_Check(v)) {
       options.set(name, v == Py_True);
@@ -1370,14 +1574,24 @@ const InternedOptions* options_of(FastKernel* k, PyObject* const* values, PyObje
 PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* l = reinterpret_cast<Launcher*>(self);
   FastKernel* k = l->kernel;
+  if (k->interpreted)
+    return triton_launch(l, Fallback::kInterpreter, -1, nullptr, args, nargsf, kwnames);
   if (!ensure_loaded(k)) return nullptr;
-  if (hooks_set(k)) return triton_launch(l, args, nargsf, kwnames);
+  if (const Fallback hooks = hooks_set(k); hooks != Fallback::kNone) {
+    return triton_launch(l, hooks, -1, nullptr, args, nargsf, kwnames);
+  }
   const size_t npos = static_cast<size_t>(PyVectorcall_NARGS(nargsf));
   const size_t nkw = kwnames != nullptr ? static_cast<size_t>(PyTuple_GET_SIZE(kwnames)) : 0;
+  if (k->nleft != 0) {  // a call shape already found to go to Triton's launcher
+    if (const LeftShape* s = left_shape(k, args, npos, npos + nkw, kwnames)) {
+      return triton_launch(l, Fallback::kKind, s->param, s->types[s->arg], args, nargsf, kwnames);
+    }
+  }
   const KernelState& state = *k->state;
   const size_t np = state.params.size();
-  if (npos + nkw > kMaxCallArgs || np > kMaxCallArgs)
-    return triton_launch(l, args, nargsf, kwnames);
+  if (npos + nkw > kMaxCallArgs || np > kMaxCallArgs) {
+    return triton_launch(l, Fallback::kTooManyArguments, -1, nullptr, args, nargsf, kwnames);
+  }
   Conversion c;
   // The call's objects by parameter (the grid callable's bound arguments, the objects Python
   // code of the layers sees), and the launch options among the named arguments.
@@ -1437,9 +1651,12 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
   c.nvals = ncall;
   // Reading a tensor can raise a c10::Error (data_ptr() of a tensor without storage): Triton's
   // launcher takes the call where it can, else the error is raised as torch raises it.
+  int read_param = -1;  // the parameter whose argument is being read
   try {
     for (size_t i = 0; i < ncall; ++i) {
       PyObject* o = nullptr;
+      size_t at = i;  // where o is among the call's arguments
+      read_param = static_cast<int>(i);
       if (i < npos) {
         o = args[i];
       } else if (positional) {
@@ -1462,6 +1679,8 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
         if (text == nullptr) return nullptr;
         new (&names[i - npos]) ArgName(text, static_cast<size_t>(len));
         o = args[npos + kw];
+        at = npos + kw;
+        read_param = kw_param[kw];
       }
       objects[i] = o;
       if (is_tensor(o)) {  // the common case, without convert's frame
@@ -1470,12 +1689,25 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
         // An object this path cannot read: Triton's launcher says what it says of it.
         if (!triton_launches()) return nullptr;
         PyErr_Clear();
-        return triton_launch(l, args, nargsf, kwnames);
+        return triton_launch(l, Fallback::kReadFailed, read_param, nullptr, args, nargsf, kwnames);
       }
-      if (c.unsupported) return triton_launch(l, args, nargsf, kwnames);
+      if (c.unsupported) {
+        PyTypeObject* type = nullptr;
+        if (c.why == Fallback::kKind && c.why_object == o) {  // by its type: remembered
+          type = Py_TYPE(o);
+          if (positional && i >= npos) {  // the named argument of parameter i
+            for (at = npos; at + 1 < npos + nkw && kw_param[at - npos] != read_param; ++at) {
+            }
+          }
+          remember_left_shape(k, args, npos, npos + nkw, kwnames, read_param, at);
+        }
+        return triton_launch(l, c.why, read_param, type, args, nargsf, kwnames);
+      }
     }
   } catch (...) {
-    if (triton_launches()) return triton_launch(l, args, nargsf, kwnames);
+    if (triton_launches()) {
+      return triton_launch(l, Fallback::kReadFailed, read_param, nullptr, args, nargsf, kwnames);
+    }
     return raise_from(std::current_exception());
   }
   GridCall gc{k, l->grid, by_param};
@@ -1506,7 +1738,9 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
     // does not take) goes to Triton's launcher, which raises its own exception for it, or
     // serves it; a Python exception raised on the way is raised as it is.
     const std::exception_ptr ep = std::current_exception();
-    if (refused_call(ep) && triton_launches()) return triton_launch(l, args, nargsf, kwnames);
+    if (refused_call(ep) && triton_launches()) {
+      return triton_launch(l, Fallback::kRefused, -1, nullptr, args, nargsf, kwnames);
+    }
     return raise_from(ep);
   }
   g_fast_calls.fetch_add(1, std::memory_order_relaxed);
@@ -1534,37 +1768,94 @@ PyObject* kernel_subscript(PyObject* self, PyObject* grid) {
 
 PyMappingMethods g_kernel_mapping = {nullptr, &kernel_subscript, nullptr};
 
-// _fast.bind(view, kernel): makes `view` (a fresh instance of a FastKernel subclass) the view
-// of `kernel`.
+// _fast.bind(view, kernel, label, interpreted): makes `view` (a fresh instance of a FastKernel
+// subclass) the view of `kernel`, named `label` in fast_path_stats()'s reasons; `interpreted`:
+// its innermost kernel is Triton's InterpretedFunction, whose calls Triton runs.
 PyObject* bind(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 2 || !PyObject_TypeCheck(args[0], g_kernel_type)) {
-    PyErr_SetString(PyExc_TypeError, "bind(view, kernel)");
+  if (nargs != 4 || !PyObject_TypeCheck(args[0], g_kernel_type) || !PyUnicode_Check(args[2])) {
+    PyErr_SetString(PyExc_TypeError, "bind(view, kernel, label, interpreted)");
     return nullptr;
   }
+  const int interpreted = PyObject_IsTrue(args[3]);
+  if (interpreted < 0) return nullptr;
   auto* k = reinterpret_cast<FastKernel*>(args[0]);
   Py_INCREF(args[1]);
   Py_XSETREF(k->kernel, args[1]);
+  Py_INCREF(args[2]);
+  PyObject* label = args[2];
+  PyUnicode_InternInPlace(&label);  // one object per name: count_left compares them by address
+  Py_XSETREF(k->label, label);
+  k->interpreted = interpreted != 0;
   Py_RETURN_NONE;
 }
 
+// "<kernel>: <reason>", or "<kernel>: argument '<parameter>' [(<type>)]: <reason>".
+PyObject* left_text(const LeftCount& e) {
+  PyObject* where = e.param != nullptr ? PyUnicode_FromFormat("argument '%U'", e.param)
+                                       : PyUnicode_FromString("the call");
+  if (where == nullptr) return nullptr;
+  if (e.type != nullptr) {  // module.qualname, as Python writes the type
+    PyObject* name = PyType_GetQualName(e.type);
+    PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(e.type), "__module__");
+    if (module == nullptr) PyErr_Clear();
+    PyObject* typed = nullptr;
+    if (name != nullptr) {
+      typed = module != nullptr && PyUnicode_Check(module) &&
+                      PyUnicode_CompareWithASCIIString(module, "builtins") != 0
+                  ? PyUnicode_FromFormat("%U (%U.%U)", where, module, name)
+                  : PyUnicode_FromFormat("%U (%U)", where, name);
+    }
+    Py_XDECREF(module);
+    Py_XDECREF(name);
+    Py_SETREF(where, typed);
+    if (where == nullptr) return nullptr;
+  }
+  PyObject* text = PyUnicode_FromFormat("%U: %U: %s", e.label, where, reason_text(e.why));
+  Py_DECREF(where);
+  return text;
+}
+
 PyObject* stats(PyObject*, PyObject*) {
-  return Py_BuildValue("{s:K,s:K,s:K}", "fast", g_fast_calls.load(std::memory_order_relaxed),
+  PyObject* reasons = PyDict_New();
+  if (reasons == nullptr) return nullptr;
+  for (size_t i = 0; i < g_nleft; ++i) {
+    PyObject* text = left_text(g_left[i]);
+    PyObject* n = text != nullptr ? PyLong_FromUnsignedLongLong(g_left[i].n) : nullptr;
+    const int failed = n == nullptr || PyDict_SetItem(reasons, text, n) < 0;
+    Py_XDECREF(text);
+    Py_XDECREF(n);
+    if (failed) {
+      Py_DECREF(reasons);
+      return nullptr;
+    }
+  }
+  if (g_left_unlisted != 0) {
+    PyObject* n = PyLong_FromUnsignedLongLong(g_left_unlisted);
+    if (n == nullptr || PyDict_SetItemString(reasons, "other reasons (not listed)", n) < 0) {
+      Py_XDECREF(n);
+      Py_DECREF(reasons);
+      return nullptr;
+    }
+    Py_DECREF(n);
+  }
+  return Py_BuildValue("{s:K,s:K,s:K,s:N}", "fast", g_fast_calls.load(std::memory_order_relaxed),
                        "triton", g_triton_calls.load(std::memory_order_relaxed), "grid_programs",
-                       g_grid_programs.load(std::memory_order_relaxed));
+                       g_grid_programs.load(std::memory_order_relaxed), "reasons", reasons);
 }
 
 PyObject* reset_stats(PyObject*, PyObject*) {
   g_fast_calls.store(0, std::memory_order_relaxed);
   g_triton_calls.store(0, std::memory_order_relaxed);
   g_grid_programs.store(0, std::memory_order_relaxed);
+  clear_left_counts();
   Py_RETURN_NONE;
 }
 
 PyMethodDef g_methods[] = {
     {"bind", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&bind)), METH_FASTCALL,
-     "bind(view, kernel): makes view the fast view of kernel"},
+     "bind(view, kernel, label, interpreted): makes view the fast view of kernel"},
     {"stats", &stats, METH_NOARGS,
-     "launches by path: {'fast': n, 'triton': m, 'grid_programs': g}"},
+     "launches by path: {'fast': n, 'triton': m, 'grid_programs': g, 'reasons': {text: n}}"},
     {"reset_stats", &reset_stats, METH_NOARGS, "zeroes the launch counts"},
     {nullptr, nullptr, 0, nullptr}};
 

@@ -5,7 +5,8 @@
 #   - a bundle built for two targets gets twins for each;
 #   - what it cannot add (a kernel whose source changed) is reported, the rest written;
 #   - bad options: the message, and no output file.
-# Inputs: TOOL, KERNELS (tests/kernels), WORK_DIR, RECORDED, WIDENED.
+# Inputs: TOOL, KERNELS (tests/kernels), WORK_DIR, RECORDED, WIDENED; SANITIZED (true in a
+# sanitizer build: the first part only).
 
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
@@ -87,6 +88,15 @@ run(0 "layer 0 autotune, key \\[M\\], rule for keys nobody tuned: M=nearest\n"
 run(0 "wrote again.teb: 5 kernels, [0-9]+ entries \\(0 added, 0 bytes of code\\)"
   ARGS widen -o again.teb --python-path "${KERNELS}" "${WIDENED}")
 
+# A sanitizer build (SANITIZED) stops here and checks the bad options that fail before Python
+# loads: the parts below load Python and compile again, some 30 times slower under the
+# sanitizers' runtime, through the same code as above (the default build runs them).
+if(SANITIZED)
+  run(2 "triton-embed-bundle: widen: --rule 'nearest': expected MODULE:KERNEL=RULE"
+    ARGS widen -o bad.teb --rule nearest "${RECORDED}")
+  run(2 "triton-embed-bundle: widen: give the bundle to widen" ARGS widen -o bad.teb)
+  return()
+endif()
 # ---- two targets, and a kernel whose source changed ----------------------------------------
 file(MAKE_DIRECTORY "${WORK_DIR}/edit")
 file(WRITE "${WORK_DIR}/edit/te_widen_edit.py" "import triton
