@@ -27,6 +27,7 @@ import ctypes
 import importlib.machinery
 import importlib.util
 import os
+import sys
 
 import torch
 
@@ -108,12 +109,15 @@ def jit(kernel):
     interpreter (counted as Triton's).
     """
     from triton.runtime.autotuner import Autotuner, Heuristics
-    from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
+    # Triton's interpreter module imports numpy: looked up only where it is loaded already (an
+    # InterpretedFunction exists only then).
+    interpreter = sys.modules.get("triton.runtime.interpreter")
+    interpreted = (interpreter.InterpretedFunction,) if interpreter is not None else ()
     if isinstance(kernel, _fast.FastKernel):
         return kernel
-    if not isinstance(kernel, (JITFunction, Autotuner, Heuristics, InterpretedFunction)):
+    if not isinstance(kernel, (JITFunction, Autotuner, Heuristics) + interpreted):
         raise TypeError(
             "triton_embed.jit takes a @triton.jit function, or one wrapped in @triton.autotune or "
             "@triton.heuristics; got %s" % type(kernel).__qualname__
@@ -130,7 +134,7 @@ def jit(kernel):
         _view_classes[base] = cls
     view = cls.__new__(cls)
     view.__dict__ = kernel.__dict__
-    _fast.bind(view, kernel, label, isinstance(inner, InterpretedFunction))
+    _fast.bind(view, kernel, label, isinstance(inner, interpreted))
     return view
 
 

@@ -5,7 +5,8 @@
 // through Triton's interpreter). Python runs only where the kernel sources need it (a
 // compile, a heuristic or tuning run Python evaluates), and there it sees the call's own
 // objects. A call this path does not take (Triton's launch hooks set, an argument kind it does
-// not convert) goes to Triton's own launcher, counted.
+// not convert, a kernel TRITON_INTERPRET made an InterpretedFunction) goes to Triton's own
+// launcher, counted with its reason (fast_path_stats()["reasons"]).
 //
 // The view triton_embed.jit returns is an instance of a subclass of both this module's
 // FastKernel and the kernel's own class (JITFunction, Autotuner, Heuristics), sharing the
@@ -355,7 +356,6 @@ struct FastKernel {
   bool interpreted;  // the innermost kernel is Triton's InterpretedFunction (TRITON_INTERPRET=1)
   uint8_t nleft;     // shapes in `left`, the oldest replaced first when full
   uint8_t next_left;
-  LeftShape left[kMaxLeftShapes];
   KernelState* state;       // loaded at the first call (a decorator runs before its module is set)
   PyObject* params;         // dict: parameter name -> index
   PyObject* names;          // tuple: the parameters' names, in order
@@ -379,6 +379,8 @@ struct FastKernel {
   // constant tuple at each call) and, per name, its parameter's index, or -1: a launch option.
   PyObject* kw_names;
   int16_t kw_params[kMaxCallArgs];
+  // The call shapes sent to Triton's launcher unread (nleft of them; last: read only then).
+  LeftShape left[kMaxLeftShapes];
 };
 
 PyTypeObject* g_kernel_type = nullptr;
@@ -568,7 +570,9 @@ size_t g_nleft = 0;
 uint64_t g_left_unlisted = 0;  // calls of reasons beyond the first kMaxLeftCounts
 
 void count_left(const FastKernel* k, Fallback why, int param, PyTypeObject* type) {
-  PyObject* name = param >= 0 && k->names != nullptr ? PyTuple_GET_ITEM(k->names, param) : nullptr;
+  PyObject* name = param >= 0 && k->names != nullptr && param < PyTuple_GET_SIZE(k->names)
+                       ? PyTuple_GET_ITEM(k->names, param)
+                       : nullptr;
   for (size_t i = 0; i < g_nleft; ++i) {
     LeftCount& e = g_left[i];
     if (e.label == k->label && e.why == why && e.param == name && e.type == type) {
@@ -587,13 +591,17 @@ void count_left(const FastKernel* k, Fallback why, int param, PyTypeObject* type
 }
 
 void clear_left_counts() {
-  for (size_t i = 0; i < g_nleft; ++i) {
-    Py_CLEAR(g_left[i].label);
-    Py_CLEAR(g_left[i].param);
-    Py_CLEAR(g_left[i].type);
-  }
+  // Emptied before the references go: a release that runs Python (a launch) sees none.
+  LeftCount gone[kMaxLeftCounts];
+  const size_t n = g_nleft;
+  std::copy(g_left, g_left + n, gone);
   g_nleft = 0;
   g_left_unlisted = 0;
+  for (size_t i = 0; i < n; ++i) {
+    Py_XDECREF(gone[i].label);
+    Py_XDECREF(gone[i].param);
+    Py_XDECREF(gone[i].type);
+  }
 }
 
 const char* reason_text(Fallback why) {
@@ -645,12 +653,25 @@ PyObject* triton_launch(Launcher* l, Fallback why, int param, PyTypeObject* type
   return r;
 }
 
+// Whether two tuples of argument names (or nulls) hold the same names: the same tuple at a
+// call site; at a call with **kwargs, a new tuple of the same (usually interned) strings.
+bool same_names(PyObject* a, PyObject* b) {
+  if (a == b) return true;
+  if (a == nullptr || b == nullptr || PyTuple_GET_SIZE(a) != PyTuple_GET_SIZE(b)) return false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); ++i) {
+    PyObject* x = PyTuple_GET_ITEM(a, i);
+    PyObject* y = PyTuple_GET_ITEM(b, i);
+    if (x != y && PyUnicode_Compare(x, y) != 0) return false;  // names: str, never raises
+  }
+  return true;
+}
+
 // The shape of k's calls that go to Triton's launcher (LeftShape) that this call has, if any.
 const LeftShape* left_shape(const FastKernel* k, PyObject* const* args, size_t npos, size_t nargs,
                             PyObject* kwnames) {
   for (size_t i = 0; i < k->nleft; ++i) {
     const LeftShape& s = k->left[i];
-    if (s.npos != npos || s.nargs != nargs || s.kw_names != kwnames) continue;
+    if (s.npos != npos || s.nargs != nargs || !same_names(s.kw_names, kwnames)) continue;
     size_t j = 0;
     while (j < nargs && Py_TYPE(args[j]) == s.types[j]) ++j;
     if (j == nargs) return &s;
@@ -1498,7 +1519,7 @@ Grid call_grid(const void* ctx, const Meta& meta) {
   return grid_from(g);
 }
 
-// A grid: a tuple or list of 1-3 integers, or an integer.
+// A grid: a tuple or list of 1-3 integers (not an int alone: Triton takes its len()).
 Grid grid_from(PyObject* g) {
   int64_t d[3] = {1, 1, 1};
   if (PyTuple_Check(g) || PyList_Check(g)) {
@@ -1508,7 +1529,6 @@ Grid grid_from(PyObject* g) {
     }
     for (Py_ssize_t i = 0; i < n; ++i) d[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(g, i));
   } else {
-    // An int too, as in Triton's launcher (it takes the grid's len()).
     throw TypeError(std::string("a grid is a tuple or list of 1 to 3 integers, or a callable on "
                                 "the meta-parameters giving one; got ") +
                     Py_TYPE(g)->tp_name);
@@ -1655,8 +1675,9 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
   try {
     for (size_t i = 0; i < ncall; ++i) {
       PyObject* o = nullptr;
-      size_t at = i;  // where o is among the call's arguments
-      read_param = static_cast<int>(i);
+      // Where o is among the call's arguments, and its parameter (-1: beyond the parameters).
+      size_t at = i;
+      read_param = i < np ? static_cast<int>(i) : -1;
       if (i < npos) {
         o = args[i];
       } else if (positional) {
@@ -1795,7 +1816,11 @@ PyObject* left_text(const LeftCount& e) {
                                        : PyUnicode_FromString("the call");
   if (where == nullptr) return nullptr;
   if (e.type != nullptr) {  // module.qualname, as Python writes the type
+#if PY_VERSION_HEX >= 0x030B0000
     PyObject* name = PyType_GetQualName(e.type);
+#else
+    PyObject* name = PyUnicode_FromString(_PyType_Name(e.type));
+#endif
     PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(e.type), "__module__");
     if (module == nullptr) PyErr_Clear();
     PyObject* typed = nullptr;
@@ -1820,7 +1845,13 @@ PyObject* stats(PyObject*, PyObject*) {
   if (reasons == nullptr) return nullptr;
   for (size_t i = 0; i < g_nleft; ++i) {
     PyObject* text = left_text(g_left[i]);
-    PyObject* n = text != nullptr ? PyLong_FromUnsignedLongLong(g_left[i].n) : nullptr;
+    uint64_t count = g_left[i].n;
+    if (text != nullptr) {  // two entries of one text (types of one name): their sum
+      PyObject* before = PyDict_GetItemWithError(reasons, text);
+      if (before != nullptr) count += PyLong_AsUnsignedLongLong(before);
+    }
+    PyObject* n =
+        text != nullptr && !PyErr_Occurred() ? PyLong_FromUnsignedLongLong(count) : nullptr;
     const int failed = n == nullptr || PyDict_SetItem(reasons, text, n) < 0;
     Py_XDECREF(text);
     Py_XDECREF(n);

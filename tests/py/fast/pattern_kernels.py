@@ -48,6 +48,13 @@ def make():
         tl.store(out_ptr + offs, FN(tl.load(x_ptr + offs, mask=mask)), mask=mask)
 
     @triton.jit
+    def apply_cast_kernel(x_ptr, out_ptr, n, D: tl.constexpr, FN: tl.constexpr, BLOCK: tl.constexpr):
+        """out = FN(x) cast to the tl.dtype D."""
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, FN(tl.load(x_ptr + offs, mask=mask)).to(D), mask=mask)
+
+    @triton.jit
     def hooked_kernel(x_ptr, out_ptr, n, s, BLOCK: tl.constexpr):
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         mask = offs < n

@@ -14,6 +14,7 @@ import pattern_kernels
 import pytest
 import torch
 import triton
+import triton.language as tl
 from paths import INTERPRET, INTERPRETER_COMPUTES_GRIDS, fast_path_only, interpreter
 
 import triton_embed
@@ -83,6 +84,9 @@ PATTERNS = [
     ("a numpy int64", "scale_kernel",
      lambda k, ns, x, out: k[(G,)](x, out, np.int64(N), 2.0, 128),
      "triton: argument 'n' (numpy.int64): an object of a kind"),
+    ("one positional argument too many, a numpy int", "scale_kernel",
+     lambda k, ns, x, out: k[(G,)](x, out, N, 2.0, 128, np.int64(1)),
+     "triton: the call (numpy.int64): an object of a kind"),
     ("an int beyond 64 bits", "scale_kernel",
      lambda k, ns, x, out: k[(G,)](x, out, 2**64, 2.0, 128),
      "triton: argument 'n': an integer beyond 64 bits"),
@@ -172,22 +176,60 @@ def test_call_pattern(name, kernel, call, path, kernels, interpreted):
         assert [r for r in stats["reasons"] if words in r] and len(stats["reasons"]) == 1, stats
 
 
-@fast_path_only
-def test_a_call_shape_sent_to_triton_is_decided_once(kernels):
-    """Calls of a shape whose argument kind the fast path does not convert go to Triton's
-    launcher unread after the first, each counted with its reason."""
-    fast = triton_embed.jit(kernels.apply_kernel)
-    x, out = _x(), torch.zeros(N, device=DEVICE)
-    for _ in range(3):
+class CountingDtype(tl.dtype):
+    """A tl.dtype that counts the reads of its name: the fast path reads it to convert it."""
+
+    reads = 0
+
+    @property
+    def name(self):
+        CountingDtype.reads += 1
+        return self._name
+
+    @name.setter
+    def name(self, value):
+        self._name = value
+
+
+def _launch_all(calls, k):
+    for call in calls:
         try:
-            fast[(G,)](x, out, N, kernels.twice, 128)
+            call(k)
         except Exception:  # noqa: BLE001, S110 (no GPU: Triton's launcher runs nothing)
             pass
+
+
+@fast_path_only
+def test_a_call_shape_sent_to_triton_is_decided_once(kernels):
+    """Calls of a shape whose argument kind the fast path does not convert (here FN, a
+    @triton.jit function) go to Triton's launcher unread after the first of that shape: the
+    argument before it (a dtype that counts its reads) is read once per shape, whether the
+    calls are positional, complete a positional call by name, are named, or pass **kwargs (a
+    new tuple of the same names at each call). Each call is counted with its reason; a call of
+    another shape on the same view is read again, and takes the fast path."""
+    x, out = _x(), torch.zeros(N, device=DEVICE)
+    d = CountingDtype("fp32")
+    named = {"x_ptr": x, "out_ptr": out, "n": N, "D": d, "FN": kernels.twice, "BLOCK": 128}
+    calls = [lambda k: k[(G,)](x, out, N, d, kernels.twice, 128),
+             lambda k: k[(G,)](x, out, N, d, FN=kernels.twice, BLOCK=128),
+             lambda k: k[(G,)](x_ptr=x, out_ptr=out, n=N, D=d, FN=kernels.twice, BLOCK=128),
+             lambda k: k[(G,)](**named)] * 3
+    CountingDtype.reads = 0
+    _launch_all(calls, kernels.apply_cast_kernel)  # Triton's own reads of it, if any
+    by_triton = CountingDtype.reads
+    CountingDtype.reads = 0
+    triton_embed.reset_fast_path_stats()
+    _launch_all(calls, triton_embed.jit(kernels.apply_cast_kernel))
+    assert CountingDtype.reads - by_triton == 3  # the first call of three shapes (**kwargs: named)
     stats = triton_embed.fast_path_stats()
-    assert stats["triton"] == 3
+    assert (stats["fast"], stats["triton"]) == (0, len(calls))
     (reason, count), = stats["reasons"].items()
-    assert count == 3 and "argument 'FN' (triton.runtime.jit.JITFunction)" in reason
-    triton_embed.jit(kernels.scale_kernel)[(G,)](x, out, N, 2.0, 128)
+    assert count == len(calls) and "argument 'FN' (triton.runtime.jit.JITFunction)" in reason
+    # One view: a shape sent to Triton, then another shape that the fast path takes.
+    fast = triton_embed.jit(kernels.scale_kernel)
+    _launch_all([lambda k: k[(G,)](x, out, N, np.float32(2.0), 128)], fast)
+    fast[(G,)](x, out, N, 2.0, 128)
+    assert torch.equal(out.cpu(), 2 * _x().cpu())
     assert triton_embed.fast_path_stats()["fast"] == 1
 
 
