@@ -150,7 +150,20 @@ def fast_path_stats():
     <reason>"``, or ``"...: the call: <reason>"`` for a reason of the whole call (Triton's
     launch hooks or the kernel's pre-run hooks set, TRITON_INTERPRET=1, a call the library
     refused). The README's table of call patterns says what to change for each."""
-    return _fast.stats()
+    stats = _fast.stats()
+    reasons = {}
+    for kernel, param, kind, reason, count in stats.pop("left"):
+        where = "the call" if param is None else "argument '%s'" % param
+        if kind is not None:
+            name = kind.__qualname__
+            where += " (%s)" % (name if kind.__module__ == "builtins" else kind.__module__ + "." + name)
+        text = "%s: %s: %s" % (kernel, where, reason)
+        reasons[text] = reasons.get(text, 0) + count  # types of one name: their sum
+    unlisted = stats.pop("unlisted")
+    if unlisted:
+        reasons["other reasons (not listed)"] = unlisted
+    stats["reasons"] = reasons
+    return stats
 
 
 def reset_fast_path_stats():

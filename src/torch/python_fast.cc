@@ -762,10 +762,12 @@ struct Conversion {
   size_t ntensors = 0;
   DescCache::Slot* held[kMaxDescs];
   size_t nheld = 0;
-  TensorPlace place;               // where the tensors are, as they were read
-  bool unsupported = false;        // an argument this path does not convert: Triton's launcher runs
-  Fallback why = Fallback::kNone;  // and why (the first reason found)
-  PyObject* why_object = nullptr;  // for kKind: the object (borrowed)
+  TensorPlace place;  // where the tensors are, as they were read
+  // Why an argument is one this path does not convert (the first reason found; kNone: none),
+  // and for kKind the object (borrowed): Triton's launcher runs the call.
+  Fallback why = Fallback::kNone;
+  PyObject* why_object = nullptr;
+  bool unsupported() const { return why != Fallback::kNone; }
   Conversion() = default;
   Conversion(const Conversion&) = delete;
   Conversion& operator=(const Conversion&) = delete;
@@ -776,15 +778,14 @@ struct Conversion {
 
 // Marks the call as one this path leaves to Triton's launcher, for `why`.
 inline void leave(Conversion& c, Fallback why, PyObject* object = nullptr) {
-  if (!c.unsupported) {
+  if (!c.unsupported()) {
     c.why = why;
     c.why_object = object;
   }
-  c.unsupported = true;
 }
 
 // Adds the defined tensor t of top-level argument `arg`, read as `v` on `device`, to the call's
-// tensors (c.unsupported when there are too many).
+// tensors (c.unsupported() when there are too many).
 inline void add_tensor(const at::Tensor& t, const ArgValue& v, c10::Device device, uint32_t arg,
                        Conversion& c) {
   if (C10_UNLIKELY(c.ntensors == kMaxTensors)) {
@@ -976,7 +977,7 @@ bool convert_descriptor(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c)
     leave(c, Fallback::kDescriptorBase);  // Triton's launcher takes it
   }
   Py_DECREF(base);
-  if (c.unsupported) return true;
+  if (c.unsupported()) return true;
   int64_t shape[TensorDescriptor::kMaxRank], strides[TensorDescriptor::kMaxRank],
       block[TensorDescriptor::kMaxRank];
   int rank = -1;
@@ -1171,7 +1172,7 @@ bool convert_other(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
     c.nvals += static_cast<size_t>(n);
     for (Py_ssize_t i = 0; i < n; ++i) {
       if (!convert(PyTuple_GET_ITEM(o, i), elems[i], arg, c)) return false;
-      if (c.unsupported) return true;
+      if (c.unsupported()) return true;
     }
     out.kind = ArgKind::kTuple;
     out.count = static_cast<uint32_t>(n);
@@ -1216,7 +1217,7 @@ bool convert_other(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
 }
 
 // Writes o as the value `out`; `arg` is its top-level argument's index. False with a Python
-// exception set; c.unsupported for an object this path leaves to Triton's launcher.
+// exception set; c.unsupported() for an object this path leaves to Triton's launcher.
 bool convert(PyObject* o, ArgValue& out, uint32_t arg, Conversion& c) {
   // Tensors first (torch.Tensor and its subclasses, by type).
   if (is_tensor(o)) {
@@ -1712,7 +1713,7 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
         PyErr_Clear();
         return triton_launch(l, Fallback::kReadFailed, read_param, nullptr, args, nargsf, kwnames);
       }
-      if (c.unsupported) {
+      if (c.unsupported()) {
         PyTypeObject* type = nullptr;
         if (c.why == Fallback::kKind && c.why_object == o) {  // by its type: remembered
           type = Py_TYPE(o);
@@ -1810,68 +1811,27 @@ PyObject* bind(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
-// "<kernel>: <reason>", or "<kernel>: argument '<parameter>' [(<type>)]: <reason>".
-PyObject* left_text(const LeftCount& e) {
-  PyObject* where = e.param != nullptr ? PyUnicode_FromFormat("argument '%U'", e.param)
-                                       : PyUnicode_FromString("the call");
-  if (where == nullptr) return nullptr;
-  if (e.type != nullptr) {  // module.qualname, as Python writes the type
-#if PY_VERSION_HEX >= 0x030B0000
-    PyObject* name = PyType_GetQualName(e.type);
-#else
-    PyObject* name = PyUnicode_FromString(_PyType_Name(e.type));
-#endif
-    PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(e.type), "__module__");
-    if (module == nullptr) PyErr_Clear();
-    PyObject* typed = nullptr;
-    if (name != nullptr) {
-      typed = module != nullptr && PyUnicode_Check(module) &&
-                      PyUnicode_CompareWithASCIIString(module, "builtins") != 0
-                  ? PyUnicode_FromFormat("%U (%U.%U)", where, module, name)
-                  : PyUnicode_FromFormat("%U (%U)", where, name);
-    }
-    Py_XDECREF(module);
-    Py_XDECREF(name);
-    Py_SETREF(where, typed);
-    if (where == nullptr) return nullptr;
-  }
-  PyObject* text = PyUnicode_FromFormat("%U: %U: %s", e.label, where, reason_text(e.why));
-  Py_DECREF(where);
-  return text;
-}
-
+// {"fast": n, "triton": m, "grid_programs": g, "left": [(kernel, parameter or None, type or
+// None, reason, count), ...], "unlisted": u}: triton_embed.fast_path_stats() writes the texts.
 PyObject* stats(PyObject*, PyObject*) {
-  PyObject* reasons = PyDict_New();
-  if (reasons == nullptr) return nullptr;
+  PyObject* left = PyList_New(static_cast<Py_ssize_t>(g_nleft));
+  if (left == nullptr) return nullptr;
   for (size_t i = 0; i < g_nleft; ++i) {
-    PyObject* text = left_text(g_left[i]);
-    uint64_t count = g_left[i].n;
-    if (text != nullptr) {  // two entries of one text (types of one name): their sum
-      PyObject* before = PyDict_GetItemWithError(reasons, text);
-      if (before != nullptr) count += PyLong_AsUnsignedLongLong(before);
-    }
-    PyObject* n =
-        text != nullptr && !PyErr_Occurred() ? PyLong_FromUnsignedLongLong(count) : nullptr;
-    const int failed = n == nullptr || PyDict_SetItem(reasons, text, n) < 0;
-    Py_XDECREF(text);
-    Py_XDECREF(n);
-    if (failed) {
-      Py_DECREF(reasons);
+    const LeftCount& e = g_left[i];
+    PyObject* row = Py_BuildValue("(OOOsK)", e.label, e.param != nullptr ? e.param : Py_None,
+                                  e.type != nullptr ? reinterpret_cast<PyObject*>(e.type) : Py_None,
+                                  reason_text(e.why), static_cast<unsigned long long>(e.n));
+    if (row == nullptr) {
+      Py_DECREF(left);
       return nullptr;
     }
+    PyList_SET_ITEM(left, static_cast<Py_ssize_t>(i), row);
   }
-  if (g_left_unlisted != 0) {
-    PyObject* n = PyLong_FromUnsignedLongLong(g_left_unlisted);
-    if (n == nullptr || PyDict_SetItemString(reasons, "other reasons (not listed)", n) < 0) {
-      Py_XDECREF(n);
-      Py_DECREF(reasons);
-      return nullptr;
-    }
-    Py_DECREF(n);
-  }
-  return Py_BuildValue("{s:K,s:K,s:K,s:N}", "fast", g_fast_calls.load(std::memory_order_relaxed),
-                       "triton", g_triton_calls.load(std::memory_order_relaxed), "grid_programs",
-                       g_grid_programs.load(std::memory_order_relaxed), "reasons", reasons);
+  return Py_BuildValue("{s:K,s:K,s:K,s:N,s:K}", "fast",
+                       g_fast_calls.load(std::memory_order_relaxed), "triton",
+                       g_triton_calls.load(std::memory_order_relaxed), "grid_programs",
+                       g_grid_programs.load(std::memory_order_relaxed), "left", left, "unlisted",
+                       static_cast<unsigned long long>(g_left_unlisted));
 }
 
 PyObject* reset_stats(PyObject*, PyObject*) {
@@ -1886,7 +1846,7 @@ PyMethodDef g_methods[] = {
     {"bind", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&bind)), METH_FASTCALL,
      "bind(view, kernel, label, interpreted): makes view the fast view of kernel"},
     {"stats", &stats, METH_NOARGS,
-     "launches by path: {'fast': n, 'triton': m, 'grid_programs': g, 'reasons': {text: n}}"},
+     "launches by path, and why calls went to Triton's launcher (fast_path_stats())"},
     {"reset_stats", &reset_stats, METH_NOARGS, "zeroes the launch counts"},
     {nullptr, nullptr, 0, nullptr}};
 

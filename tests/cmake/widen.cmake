@@ -88,13 +88,17 @@ run(0 "layer 0 autotune, key \\[M\\], rule for keys nobody tuned: M=nearest\n"
 run(0 "wrote again.teb: 5 kernels, [0-9]+ entries \\(0 added, 0 bytes of code\\)"
   ARGS widen -o again.teb --python-path "${KERNELS}" "${WIDENED}")
 
-# A sanitizer build (SANITIZED) stops here and checks the bad options that fail before Python
-# loads: the parts below load Python and compile again, some 30 times slower under the
-# sanitizers' runtime, through the same code as above (the default build runs them).
+# ---- bad options that fail before Python loads ------------------------------------------
+run(2 "triton-embed-bundle: widen: --rule 'nearest': expected MODULE:KERNEL=RULE"
+  ARGS widen -o bad.teb --rule nearest "${RECORDED}")
+run(2 "triton-embed-bundle: widen: --values ${wk}.rope_kernel:BATCH: values: '1,2,x': 'x' is not an integer"
+  ARGS widen -o bad.teb --values "${wk}:rope_kernel:BATCH=1,2,x" "${RECORDED}")
+run(2 "triton-embed-bundle: widen: give the bundle to widen" ARGS widen -o bad.teb)
+
+# A sanitizer build (SANITIZED) stops here: the parts below load Python and compile again, some
+# 30 times slower under the sanitizers' runtime, through the same code as above (the default
+# build runs them).
 if(SANITIZED)
-  run(2 "triton-embed-bundle: widen: --rule 'nearest': expected MODULE:KERNEL=RULE"
-    ARGS widen -o bad.teb --rule nearest "${RECORDED}")
-  run(2 "triton-embed-bundle: widen: give the bundle to widen" ARGS widen -o bad.teb)
   return()
 endif()
 # ---- two targets, and a kernel whose source changed ----------------------------------------
@@ -130,7 +134,7 @@ run(0 "not added: te_widen_edit.scale_kernel its entries: its source has changed
       "wrote edited.teb: 2 kernels, [0-9]+ entries \\([0-9]+ added, [0-9]+ bytes of code\\), [^\n]*; 1 not added\n"
   ARGS widen -o edited.teb --python-path "${WORK_DIR}/edit" --python-path "${KERNELS}" two.teb)
 
-# ---- bad options -----------------------------------------------------------------------------
+# ---- bad options found with Python -----------------------------------------------------------
 run(1 "triton-embed-bundle: widen: values of ${wk}.rows_kernel.n_rows: not a tl.constexpr parameter \\(runtime integers are unspecialised without values\\)"
   ARGS widen -o bad.teb --python-path "${KERNELS}" --values "${wk}:rows_kernel:n_rows=1,2"
        "${RECORDED}")
@@ -144,11 +148,6 @@ run(1 "triton-embed-bundle: widen: a rule for ${wk}.nope, which bundle [^\n]* do
   ARGS widen -o bad.teb --python-path "${KERNELS}" --rule "${wk}:nope=nearest" "${RECORDED}")
 run(1 "triton-embed-bundle: widen: the rule 'closest' for ${wk}.mm_kernel: 'closest' is not a rule"
   ARGS widen -o bad.teb --python-path "${KERNELS}" --rule "${wk}:mm_kernel=closest" "${RECORDED}")
-run(2 "triton-embed-bundle: widen: --rule 'nearest': expected MODULE:KERNEL=RULE"
-  ARGS widen -o bad.teb --rule nearest "${RECORDED}")
-run(2 "triton-embed-bundle: widen: --values ${wk}.rope_kernel:BATCH: values: '1,2,x': 'x' is not an integer"
-  ARGS widen -o bad.teb --values "${wk}:rope_kernel:BATCH=1,2,x" "${RECORDED}")
-run(2 "triton-embed-bundle: widen: give the bundle to widen" ARGS widen -o bad.teb)
 file(GLOB left "${WORK_DIR}/bad.teb*")
 if(left)
   message(FATAL_ERROR "a failed widen left ${left} behind")
