@@ -7,7 +7,7 @@
 
 #include "base/errors.h"
 #include "core/registry.h"
-#include "core/source.h"
+#include "core/python_host.h"
 
 namespace triton_embed::detail {
 

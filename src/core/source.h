@@ -115,14 +115,6 @@ class KernelSource {
   // Runs the kernel through Triton's interpreter; false when it cannot.
   virtual bool interpret(KernelState*, const GridSpec&, const ArgValue*, size_t) { return false; }
 
-  // The process's Python, for the sources that run it: the Python side of initialize(),
-  // add_python_path() and runtime_info() (false: no Python), and releasing the GIL for a scope
-  // (returns what restore_gil needs; nullptr when nothing was released).
-  virtual bool initialize(const RuntimeOptions&) { return false; }
-  virtual bool add_python_path(std::string_view) { return false; }
-  virtual bool runtime_info(RuntimeInfo&) { return false; }
-  virtual void* release_gil() { return nullptr; }
-  virtual void restore_gil(void*) {}
 };
 
 // The sources in the order the runtime asks them.
@@ -164,19 +156,5 @@ std::vector<const Choice*> pruned_choices(KernelState& k, TuneLayer& t, const Fr
 // whose block_shape it changed.
 std::vector<HookedBlock> run_config_pre_hook(KernelState& k, const TuneLayer& t, const Choice& c,
                                              const Frame& f);
-
-// Releases the GIL for a scope if this thread holds it (a no-op without the JIT layer), so
-// the thread can wait on the runtime's locks without blocking a thread that needs the GIL.
-class ReleaseGil {
- public:
-  ReleaseGil();
-  ~ReleaseGil();
-  ReleaseGil(const ReleaseGil&) = delete;
-  ReleaseGil& operator=(const ReleaseGil&) = delete;
-
- private:
-  KernelSource* jit_ = nullptr;
-  void* token_ = nullptr;
-};
 
 }  // namespace triton_embed::detail

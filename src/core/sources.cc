@@ -236,13 +236,6 @@ KernelSource* source(SourceSlot slot) noexcept {
   return g_sources[static_cast<size_t>(slot)].load(std::memory_order_acquire);
 }
 
-ReleaseGil::ReleaseGil() : jit_(source(SourceSlot::kJit)) {
-  if (jit_ != nullptr) token_ = jit_->release_gil();
-}
-ReleaseGil::~ReleaseGil() {
-  if (token_ != nullptr) jit_->restore_gil(token_);
-}
-
 KernelState* load_kernel(std::string_view module, std::string_view name) {
   if (KernelState* k = find_kernel(std::string(module), std::string(name))) return k;
   KernelState* found = nullptr;
@@ -395,30 +388,6 @@ void interpret(KernelState* kernel, const GridSpec& grid, const ArgValue* args, 
 }  // namespace triton_embed::detail
 
 namespace triton_embed {
-
-void initialize(const RuntimeOptions& options) {
-  if (!detail::ask([&](detail::KernelSource& s) { return s.initialize(options); })) {
-    TE_CHECK(options.python.empty() && options.python_paths.empty(), NotSupportedError)
-        << "initialize: RuntimeOptions::" << (options.python.empty() ? "python_paths" : "python")
-        << " is set, but this program links triton_embed::runtime only, which starts no Python: "
-        << "link triton_embed::triton_embed to run kernels from Python modules, or leave "
-        << "RuntimeOptions::python and python_paths empty";
-  }
-  if (options.target.has_value()) set_target(options.target);
-}
-
-void add_python_path(std::string_view dir) {
-  if (detail::ask([&](detail::KernelSource& s) { return s.add_python_path(dir); })) return;
-  TE_THROW(NotSupportedError) << "add_python_path(\"" << dir << "\"): this program links "
-                              << "triton_embed::runtime only, which starts no Python: link "
-                              << "triton_embed::triton_embed to load kernels from Python modules";
-}
-
-RuntimeInfo runtime_info() {
-  RuntimeInfo info;  // jit == false: no interpreter, no Triton
-  detail::ask([&](detail::KernelSource& s) { return s.runtime_info(info); });
-  return info;
-}
 
 void set_heuristic_evaluation(HeuristicEvaluation how) {
   TE_CHECK(how == HeuristicEvaluation::kPython || how == HeuristicEvaluation::kExpressions,

@@ -13,6 +13,7 @@
 
 #include "base/errors.h"
 #include "bundle/store.h"
+#include "core/python_host.h"
 #include "core/registry.h"
 #include "core/triton_versions.h"
 #include "python/jit_layer.h"
@@ -401,3 +402,31 @@ RuntimeInfo runtime_info() {
 }
 
 }  // namespace triton_embed::detail::py
+
+namespace triton_embed::detail {
+
+namespace {
+
+// The runtime's view of this interpreter (core/python_host.h).
+class CPythonHost final : public PythonHost {
+ public:
+  void initialize(const RuntimeOptions& options) override { py::initialize(options); }
+  void add_python_path(std::string_view dir) override { py::add_python_path(dir); }
+  RuntimeInfo runtime_info() override { return py::runtime_info(); }
+  void* release_gil() override {
+    if (Py_IsInitialized() && PyGILState_Check()) return PyEval_SaveThread();
+    return nullptr;
+  }
+  void restore_gil(void* token) override {
+    PyEval_RestoreThread(static_cast<PyThreadState*>(token));
+  }
+};
+
+CPythonHost g_cpython_host;
+
+// Runs once, when the library is loaded (after the runtime it depends on).
+[[maybe_unused]] const bool kHostRegistered = (register_python_host(&g_cpython_host), true);
+
+}  // namespace
+
+}  // namespace triton_embed::detail

@@ -52,7 +52,7 @@ void release_python_objects();
 namespace triton_embed::detail::py {
 
 // src/python/interpreter.cc: the Python side of initialize(), add_python_path() and
-// runtime_info() (runtime.h).
+// runtime_info() (runtime.h), which its PythonHost (core/python_host.h) calls.
 void initialize(const RuntimeOptions& options);
 // How many times a wrapped kernel's layers ran Python (heuristics, tuning, pruning, config
 // pre-hooks) in this process (src/python/layers.cc; read by src/testing/).

@@ -7,8 +7,6 @@
 
 #include "core/source.h"
 
-#include <Python.h>
-
 #include "python/jit_layer.h"
 
 namespace triton_embed::detail {
@@ -52,25 +50,6 @@ class PythonSource final : public KernelSource {
                  size_t nargs) override {
     python_interpret(k, grid, args, nargs);
     return true;
-  }
-  bool initialize(const RuntimeOptions& options) override {
-    py::initialize(options);
-    return true;
-  }
-  bool add_python_path(std::string_view dir) override {
-    py::add_python_path(dir);
-    return true;
-  }
-  bool runtime_info(RuntimeInfo& out) override {
-    out = py::runtime_info();
-    return true;
-  }
-  void* release_gil() override {
-    if (Py_IsInitialized() && PyGILState_Check()) return PyEval_SaveThread();
-    return nullptr;
-  }
-  void restore_gil(void* token) override {
-    PyEval_RestoreThread(static_cast<PyThreadState*>(token));
   }
 };
 
