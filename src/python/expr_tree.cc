@@ -16,7 +16,7 @@ struct OpName {
   Op op;
 };
 
-// glue.py's tree names, and the operation each is.
+// The tree names of glue/translation.py, and the operation each is.
 constexpr OpName kOps[] = {
     {"neg", Op::kNeg},         {"pos", Op::kPos},
     {"not", Op::kNot},         {"invert", Op::kInvert},

@@ -1,8 +1,9 @@
 #pragma once
 
 // A @triton.heuristics function, or a config's pre_hook, as what the runtime evaluates
-// (core/expr.h): glue.py translates the function's source into a tree of tuples
-// (heuristic_expression, pre_hook_actions), turned here into checked programs.
+// (core/expr.h): the glue (glue/translation.py, glue/hook_translation.py) translates the
+// function's source into a tree of tuples (heuristic_expression, pre_hook_actions), turned here
+// into checked programs.
 
 #include <string>
 #include <vector>

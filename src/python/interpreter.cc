@@ -19,8 +19,11 @@
 #include "python/jit_layer.h"
 
 namespace triton_embed::detail {
-extern const char kGlueSource[];
-}
+// The glue package's modules (src/python/glue/, in the generated glue_sources.cc): {name,
+// source} in the order they run, each after the modules it imports, "__init__" last; {nullptr,
+// nullptr} ends them.
+extern const char* const kGlueModules[][2];
+}  // namespace triton_embed::detail
 
 namespace triton_embed::detail::py {
 
@@ -165,8 +168,8 @@ void embedded_atexit() {
   PyGILState_Release(g);
 }
 
-// What glue.py needs of core/triton_versions.h for the installed Triton (its only source of
-// version facts).
+// What the glue (glue/triton_facts.py) needs of core/triton_versions.h for the installed Triton
+// (its only source of version facts).
 pyb::dict python_facts(int version) {
   namespace tv = triton_versions;
   pyb::list knobs;
@@ -183,22 +186,68 @@ pyb::dict python_facts(int version) {
   return facts;
 }
 
-// Imports Triton and the glue; GIL held.
-void setup(const std::vector<std::string>& paths) {
-  State& s = state();
-  prepend_sys_path(paths);
+// The name the glue package has in sys.modules (no one imports it by that name).
+constexpr const char* kGluePackage = "_triton_embed_glue";
 
-  pyb::module_ glue_mod = pyb::reinterpret_steal<pyb::module_>(PyModule_New("_triton_embed_glue"));
-  if (!glue_mod) throw pyb::error_already_set();
-  pyb::dict d = glue_mod.attr("__dict__");
-  d["__builtins__"] = pyb::module_::import("builtins");
-  PyObject* code = Py_CompileString(kGlueSource, "<triton_embed glue>", Py_file_input);
+// A module of the glue package, `name` its full name, registered in sys.modules with what
+// relative imports (from .kernels import ...) read: __package__, __spec__, and the
+// package's __path__. GIL held.
+pyb::module_ new_glue_module(const std::string& name, bool package) {
+  pyb::module_ m = pyb::reinterpret_steal<pyb::module_>(PyModule_New(name.c_str()));
+  if (!m) throw pyb::error_already_set();
+  m.attr("__builtins__") = pyb::module_::import("builtins");
+  m.attr("__package__") = kGluePackage;
+  m.attr("__spec__") = pyb::module_::import("importlib.machinery")
+                           .attr("ModuleSpec")(name, pyb::none(), pyb::arg("is_package") = package);
+  if (package) m.attr("__path__") = pyb::list();
+  pyb::module_::import("sys").attr("modules")[pyb::str(name)] = m;
+  return m;
+}
+
+// Runs the source of the glue's module `file` (as tracebacks name it) in m. GIL held.
+void run_glue_module(const pyb::module_& m, const std::string& file, const char* source) {
+  pyb::dict d = m.attr("__dict__");
+  PyObject* code = Py_CompileString(source, file.c_str(), Py_file_input);
   if (code == nullptr) throw pyb::error_already_set();
   PyObject* r = PyEval_EvalCode(code, d.ptr(), d.ptr());
   Py_DECREF(code);
   if (r == nullptr) throw pyb::error_already_set();
   Py_DECREF(r);
-  pyb::module_::import("sys").attr("modules")["_triton_embed_glue"] = glue_mod;
+}
+
+// The glue package, from the library's copy of its modules: the package, each module in
+// turn (set on the package, as an import does), then the package's __init__. Where one
+// fails, none is left in sys.modules. GIL held.
+pyb::module_ load_glue() {
+  pyb::object modules = pyb::module_::import("sys").attr("modules");
+  std::vector<std::string> names = {kGluePackage};
+  try {
+    pyb::module_ package = new_glue_module(kGluePackage, true);
+    for (size_t i = 0; kGlueModules[i][0] != nullptr; ++i) {
+      const std::string module = kGlueModules[i][0];
+      const std::string file = "<triton_embed glue/" + module + ".py>";
+      if (module == "__init__") {
+        run_glue_module(package, file, kGlueModules[i][1]);
+        continue;
+      }
+      names.push_back(std::string(kGluePackage) + "." + module);
+      pyb::module_ m = new_glue_module(names.back(), false);
+      run_glue_module(m, file, kGlueModules[i][1]);
+      package.attr(module.c_str()) = m;
+    }
+    return package;
+  } catch (...) {
+    for (const std::string& name : names) modules.attr("pop")(name, pyb::none());
+    throw;
+  }
+}
+
+// Imports Triton and the glue; GIL held.
+void setup(const std::vector<std::string>& paths) {
+  State& s = state();
+  prepend_sys_path(paths);
+
+  pyb::module_ glue_mod = load_glue();
 
   pyb::tuple info = glue_mod.attr("setup")();
   s.triton_version = info[0].cast<std::string>();
