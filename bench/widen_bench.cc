@@ -35,7 +35,8 @@
 #include <vector>
 
 #include "bench_common.h"
-#include "bundle/format.h"
+#include "bundle/file_reader.h"
+#include "bundle/file_writer.h"
 
 namespace te = triton_embed;
 namespace tb = triton_embed::detail::bundle;

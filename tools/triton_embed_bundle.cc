@@ -55,8 +55,11 @@
 #include <vector>
 
 #include "base/errors.h"
+#include "bundle/file_reader.h"
+#include "bundle/file_writer.h"
 #include "bundle/format.h"
-#include "bundle/store.h"
+#include "bundle/merge.h"
+#include "bundle/validate.h"
 #include "bundle/widen.h"
 #include "calls_file.h"
 #include "core/jit_internal.h"

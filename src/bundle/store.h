@@ -1,15 +1,21 @@
 #pragma once
 
 // The bundles a process has loaded (from TRITON_EMBED_BUNDLE, load_bundle() or embedded in
-// the executable), what the launch path asks of them, and recording the process's own
-// compiled kernels into a bundle (TRITON_EMBED_RECORD, write_bundle()). Slow paths only: a
-// kernel's first load and a cache or memo miss look here, a hit never does.
+// the executable), each with its index of entries, and the helpers every use of them shares
+// (same_kernel, where). What the launch path asks of them is answered by the bundle source
+// (bundle_source.cc, with lookup.cc and tune_by_rule.cc); recording the process's own kernels
+// is record.h's. Slow paths only: a kernel's first load and a cache or memo miss look here, a
+// hit never does.
 
-#include <memory>
+#include <cstddef>
+#include <deque>
+#include <map>
+#include <mutex>
 #include <string>
-#include <string_view>
+#include <utility>
 
-#include "base/internal_api.h"
+#include "bundle/entry_index.h"
+#include "bundle/file_reader.h"
 #include "bundle/format.h"
 #include "core/kernel_state.h"
 
@@ -26,32 +32,33 @@ void add(Bundle b);
 // then has the runtime forget what every kernel resolved (core/registry.h).
 void unload_all();
 
-// The loaded bundles are the runtime's first kernel source (core/source.h), registered when
-// the runtime's library is loaded (src/bundle/store.cc): a kernel's parameter table and layers
-// (for programs without the JIT layer), cache entries (the same module, name and, when the
-// kernel knows it, source hash; the same target, options and key words), and the layers'
-// recorded decisions (to the JIT layer, only a tuned choice of the very same kernel and
-// configs, whose config has no pre_hook).
+// The loaded bundles, and what each kernel's memos have taken of them; `mu` guards it all.
+struct Store {
+  std::mutex mu;
+  // In load order. What the runtime takes from a bundle is a copy (entries, parameter tables,
+  // decisions): nothing points into one once the store's lock is released.
+  std::deque<Bundle> bundles;
+  std::deque<EntryIndex> indexes;  // indexes[i] is bundles[i]'s
+  bool env_loaded = false;
+  // How many of the bundles (in load order) have put their decisions into a kernel's
+  // heuristic memos, and into an autotune layer's memo for a target: a bundle loaded later
+  // is applied on the next miss.
+  std::map<const KernelState*, size_t> heuristics_applied;
+  std::map<std::pair<const TuneLayer*, uint32_t>, size_t> choices_applied;
+};
 
-// The plain kernels this process compiled or loaded, with every entry that can be replayed
-// in another process (not those keyed on a Python object), as bundle contents.
-Contents record();
+// The process's store (never destroyed).
+Store& store();
 
-// What `b` holds for its wrapped kernels, decoded and checked as a load would, for people
-// (`triton-embed-bundle list`): each layer (heuristics as the expressions the runtime
-// evaluates, or why they are kept as recorded values), and each tuned choice with its target,
-// key, config and pre_hook (the actions the runtime applies, or why it stays in Python); or,
-// for a bundle a load refuses, the refusal.
-TRITON_EMBED_API std::string describe_decisions(const Bundle& b);
+// Whether bundle kernel `kv` is kernel `k`.
+inline bool same_kernel(const KernelView& kv, const KernelState& k) {
+  if (kv.module != k.module || kv.name != k.name) return false;
+  // A kernel whose source the JIT layer read is matched on its source hash too, so that a
+  // bundle made from another version of the kernel is never launched in its place.
+  return k.source_hash.empty() || kv.source_hash.empty() || kv.source_hash == k.source_hash;
+}
 
-// Writes TRITON_EMBED_RECORD at exit when it is set (registered on the first kernel load).
-void record_at_exit_if_asked();
-
-// Writes TRITON_EMBED_RECORD now, once per process (what the exit handler does).
-void write_recording();
-
-// The JIT layer calls it before the interpreter stops compiling at exit: a recording that
-// widens (record_widening) is written then, while its compiles can run.
-TE_INTERNAL_API void write_recording_before_python_closes();
+// "bundle NAME: kernel MODULE.NAME", for messages.
+std::string where(const Bundle& b, const KernelView& kv);
 
 }  // namespace triton_embed::detail::bundle

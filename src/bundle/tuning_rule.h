@@ -4,7 +4,7 @@
 // when a launch's tuning key is in no bundle's records. Declared where a bundle is made
 // (triton_embed::set_tuning_rule, a calls file's `#rule` line, `triton-embed-bundle
 // --rule`), kept in the bundle as a record of kind 3 per autotune layer, applied on the
-// runtime-only tuning miss (src/bundle/store.cc), once per new key.
+// runtime-only tuning miss (src/bundle/tune_by_rule.cc), once per new key.
 //
 // Text: items separated by ';', each `[NAME=]RULE`; an item without a name applies to every
 // integer key dimension no item names (default: exact). RULE is

@@ -14,8 +14,10 @@
 
 #include "base/errors.h"
 #include "bundle/decisions.h"
+#include "bundle/file_writer.h"
 #include "bundle/kernel_table.h"
-#include "bundle/store.h"
+#include "bundle/merge.h"
+#include "bundle/record.h"
 #include "bundle/tuning_rule.h"
 #include "core/arg_format.h"
 #include "core/jit_internal.h"

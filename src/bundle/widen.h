@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/internal_api.h"
+#include "bundle/file_reader.h"
 #include "bundle/format.h"
 
 namespace triton_embed::detail::bundle {

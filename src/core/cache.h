@@ -85,7 +85,7 @@ struct alignas(64) Entry {
   std::vector<TmaMeta> tma;    // one per tensordesc leaf, in order
   int triton_version = 0;      // major * 100 + minor: how descriptors are passed
   bool process_local = false;  // keyed on a Python object: not recorded into bundles
-  // A bundle entry compiled with fewer assumptions than the key (store.cc): not recorded into
+  // A bundle entry compiled with fewer assumptions than the key (lookup.cc): not recorded into
   // bundles (its key and its code differ). Its constexpr 1s that the entry takes as runtime
   // ints: the call's leaves (ascending), and their final slots among a plain call's packed
   // values (insert_ones()).

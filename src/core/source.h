@@ -4,7 +4,7 @@
 //
 // The runtime (src/core, src/cuda) owns every kernel's state: the caches, the layers' memo
 // tables, the recordings for bundles, and the once-per-key protocol (core/once.h). What it
-// lacks it asks its sources for, in order: the loaded bundles (src/bundle/store.cc), then the
+// lacks it asks its sources for, in order: the loaded bundles (bundle/bundle_source.cc), then the
 // JIT layer (src/python/source.cc) where libtriton_embed.so is linked. A source answers with
 // plain data (a parameter table, an unpublished cache entry, a heuristic's value and what it
 // read, a tuned choice) and the runtime publishes it (src/core/sources.cc, src/core/compile.cc);

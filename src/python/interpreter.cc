@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "base/errors.h"
-#include "bundle/store.h"
+#include "bundle/record.h"
 #include "core/python_host.h"
 #include "core/registry.h"
 #include "core/triton_versions.h"

@@ -1,7 +1,7 @@
-// Kernel bundles (src/bundle/format.h): round trips of every field, zero-copy cubins, and
-// every way a file can be refused (each prefix, each flipped bit, foreign, too new, missing),
-// cubins and PTX checked at first use (format version 2) or at open (version 1), merging,
-// listing and atomic writes. No Python: the interpreter is never started.
+// Kernel bundles (src/bundle/format.h, file_reader.h, file_writer.h, merge.h): round trips of every
+// field, zero-copy cubins, and every way a file can be refused (each prefix, each flipped bit,
+// foreign, too new, missing), cubins and PTX checked at first use (format version 2) or at open
+// (version 1), merging, listing and atomic writes. No Python: the interpreter is never started.
 //
 // `test_bundle --write-samples DIR` writes the bundles the triton-embed-bundle CTest uses.
 
@@ -25,7 +25,10 @@
 
 #include "bundle/codec.h"
 #include "bundle/enum_codes.h"
+#include "bundle/file_reader.h"
+#include "bundle/file_writer.h"
 #include "bundle/format.h"
+#include "bundle/merge.h"
 #include "core/layers.h"
 #include "core/specialize.h"
 #include "triton_embed/error.h"

@@ -14,9 +14,11 @@
 #include <set>
 #include <string>
 
+#include "bundle/file_reader.h"
+#include "bundle/file_writer.h"
 #include "bundle/format.h"
 #include "bundle/kernel_table.h"
-#include "bundle/store.h"
+#include "bundle/validate.h"
 #include "bundle_calls.h"
 #include "core/kernel_state.h"
 #include "core/target.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "bundle/format.h"
+#include "bundle/file_reader.h"
 #include "testing/testing.h"
 #include "widen_calls.h"
 

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "bundle/format.h"
+#include "bundle/file_reader.h"
 #include "testing/testing.h"
 #include "widen_gpu_cases.h"
 

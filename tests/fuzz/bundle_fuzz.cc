@@ -35,7 +35,10 @@
 #include <vector>
 
 #include "../cpp/bundle_calls.h"
+#include "bundle/file_reader.h"
+#include "bundle/file_writer.h"
 #include "bundle/format.h"
+#include "bundle/merge.h"
 #include "testing/testing.h"
 
 namespace te = triton_embed;

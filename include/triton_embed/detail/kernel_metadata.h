@@ -4,11 +4,11 @@
 // launch reads. CompiledKernel holds it (jit.h), the cache entry's launch constants are set
 // from it (src/core/cache.h), the JIT layer fills it from Triton's result
 // (src/python/compile.cc), and a bundle entry holds it as views into the bundle's bytes
-// (src/bundle/format.h: BasicEntry::meta; format.cc lays its fields out on disk).
+// (src/bundle/format.h: BasicEntry::meta; file_layout.h lays its fields out on disk).
 //
 // A new field: declare it here and name it in metadata_fields() below (which copies and
 // compares metadata for bundles), give it its bytes in the bundle entry's layout
-// (src/bundle/format.cc: a format change) and fill it in src/python/compile.cc.
+// (src/bundle/file_layout.h: a format change) and fill it in src/python/compile.cc.
 
 #include <cstdint>
 #include <string>
