@@ -70,7 +70,7 @@ struct TensorPlace {
   }
 };
 
-// torch_launch for a launch from Python (triton_embed.jit, src/torch/python_fast.cc):
+// torch_launch for a launch from Python (triton_embed.jit, src/pyext/fast_kernel.cc):
 // py_objects[i] is the PyObject* of the call's argument i, which the Python code of the
 // kernel's layers sees as it is (TensorArgs::py_objects); `observer` (or null) is told what
 // the autotune layers did (CallArgs::observer); `place` is where the tensors are, when the
