@@ -1,7 +1,8 @@
 // Kernel bundles with the JIT layer: a process records what it compiled (write_bundle), and a
 // later process that loads the bundle serves its cache misses from it without compiling.
-// CTest runs the two tests as two processes, the second after the first
-// (bundle_record -> bundle_jit_load); test_runtime_only's bundle tests use the same file.
+// CTest runs the two as two processes, the second after the first (bundle_record runs
+// BundleJitRecord, bundle_jit_load BundleJit); test_runtime_only's bundle tests use the same
+// file.
 // BundleAot checks the bundles `triton-embed-bundle build` compiled ahead of time against
 // what this process compiles for the same calls (bundle_aot_jit).
 
@@ -39,7 +40,10 @@ class BundleJit : public ::testing::Test {
   void TearDown() override { te::set_target(std::nullopt); }
 };
 
-TEST_F(BundleJit, RecordWritesWhatWasCompiled) {
+// The recording (bundle_record; the build records the bundle it embeds with this test too).
+class BundleJitRecord : public BundleJit {};
+
+TEST_F(BundleJitRecord, RecordWritesWhatWasCompiled) {
   const te::JitFunction add("pykernels.vector", "add_kernel");
   std::ofstream hashes(te_bundle::hashes_path());
   std::map<std::string, const te::CompiledKernel*> compiled;

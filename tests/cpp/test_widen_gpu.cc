@@ -1,13 +1,13 @@
 // Record once, serve every shape, on the GPU (issue 37; the cases: widen_gpu_cases.h). Four
 // processes, CTest's widen_gpu_* (each skips without a GPU):
-//   record  (test_widen_gpu_jit, WidenGpu.Record*): the JIT runs each pattern at its two
+//   record  (test_widen_gpu_jit, WidenGpuRecord): the JIT runs each pattern at its two
 //           recorded shapes (tuning the autotuned ones; a rule declared for the attention
 //           only), checked against torch, and writes the bundle;
 //   widen   `triton-embed-bundle widen` (a rule for mm_kernel, rope_kernel at BATCH 1 to 8);
 //   serve   (test_widen_gpu_serve: the runtime and libtorch, no Python): every other shape,
 //           launched from the widened bundle as an application launches it, each checked
 //           against torch; it writes each output and the entry and config that served it;
-//   check   (test_widen_gpu_jit, WidenGpu.Check*): the JIT compiles each served entry again
+//   check   (test_widen_gpu_jit, WidenGpuCheck): the JIT compiles each served entry again
 //           from its key (the same hash: the bundle holds the JIT's code), launches that very
 //           entry with that config on the same inputs, and compares the output bit for bit.
 
@@ -70,7 +70,9 @@ std::string hex_words(const std::vector<uint64_t>& w) {
 
 #ifdef TE_WIDEN_GPU_JIT
 
-TEST_F(WidenGpu, RecordTwoShapesEach) {
+class WidenGpuRecord : public WidenGpu {};
+
+TEST_F(WidenGpuRecord, RecordTwoShapesEach) {
   ::mkdir(dir().c_str(), 0755);
   te::set_tuning_rule("pykernels.attention_tma.attn_fwd_kernel", "N_CTX=nearest");
   for (const Case& c : recorded_cases()) {
@@ -101,7 +103,9 @@ std::vector<std::pair<std::string, int64_t>> parse_pairs(const std::string& s) {
   return out;
 }
 
-TEST_F(WidenGpu, CheckTheJitLaunchesTheSameEntriesBitForBit) {
+class WidenGpuCheck : public WidenGpu {};
+
+TEST_F(WidenGpuCheck, CheckTheJitLaunchesTheSameEntriesBitForBit) {
   std::ifstream index(dir() + "/served.txt");
   ASSERT_TRUE(index.good()) << "run widen_gpu_serve first";
   std::map<std::string, Case> cases;

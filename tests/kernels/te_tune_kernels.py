@@ -537,7 +537,7 @@ def expr_heur_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 #
 # Autotuned with fake timings that depend on n: the best BLOCK is the config's nearest to n on
 # a log2 scale, so keys tuned at different n choose different configs. A bundle records them
-# at a few n with a tuning rule each (test_bundle_jit's BundleJit.RecordRules, or
+# at a few n with a tuning rule each (test_bundle_jit's BundleJitRules.Record, or
 # `triton-embed-bundle tune`); a program without Python then resolves other n by the rule
 # (test_runtime_only's RuntimeOnlyRules). n and m are not specialised, so the entry compiled
 # for a config serves every n.
