@@ -3,11 +3,8 @@
 // layers' memos) and OncePerKey (core/once.h: one build per key). Each test asserts exact
 // values and counts. The suites named *Concurrent run threads against one table; they are
 // what the ThreadSanitizer build runs (label threads, GTEST_FILTER=*Thread*:*Concurrent*).
-//
-// EntryTable::clear and OncePerKey::get are defined in the runtime but not exported from its
-// shared library (they are not TE_INTERNAL_API): their tests compile only with
-// TE_TABLES_TEST_UNEXPORTED defined, in a program that links the runtime's object files
-// rather than libtriton_embed_runtime.so.
+// The program links the runtime's object files, not its shared library, so that the members
+// the library does not export (EntryTable::clear, OncePerKey::get) are reachable too.
 
 #include <gtest/gtest.h>
 #include <triton_embed/error.h>
@@ -173,7 +170,6 @@ TEST(EntryTable, GrowsAndKeepsEveryEntry) {
   }
 }
 
-#ifdef TE_TABLES_TEST_UNEXPORTED
 TEST(EntryTable, ClearForgetsEveryEntryAndTheTableFillsAgain) {
   d::EntryTable t;
   t.clear();  // an empty table clears to an empty table
@@ -209,7 +205,6 @@ TEST(EntryTable, ClearForgetsEveryEntryAndTheTableFillsAgain) {
     }
   }
 }
-#endif
 
 // EntryTable, threads
 
@@ -284,7 +279,6 @@ TEST(EntryTableConcurrent, ReadersFindEveryPublishedEntryWhileWritersInsertAndGr
   for (int i = 0; i < kN; ++i) EXPECT_EQ(table.find(keys[i], hashes[i]), entries[i].get()) << i;
 }
 
-#ifdef TE_TABLES_TEST_UNEXPORTED
 // Rounds of: a writer inserts 12 entries (the table grows past 16 slots) and clears the table,
 // as unloading bundles does; every fifth round it waits until each reader has looked one up
 // before clearing. A reader's lookup that ends before the round's clear starts finds the entry; one
@@ -374,7 +368,6 @@ TEST(EntryTableConcurrent, ReadersDuringClearSeeTheEntriesOrNothing) {
   EXPECT_EQ(table.size(), 0u);
   EXPECT_EQ(retired.size(), static_cast<size_t>(kRounds * kPerRound));
 }
-#endif
 
 // MemoTable, one thread
 
@@ -641,7 +634,6 @@ TEST(MemoTableConcurrent, ReadersDuringClearNeverSeeAnotherKeysValue) {
   EXPECT_EQ(lookup(t, keys[1], h), kAbsent);
 }
 
-#ifdef TE_TABLES_TEST_UNEXPORTED
 // OncePerKey
 
 // What a cache or a tuning layer holds: its mutex, what it published (by head and words),
@@ -889,6 +881,5 @@ TEST(OncePerKeyConcurrent, UnsharedBuildsAreEachThreadsOwn) {
   EXPECT_EQ(*results[0], 400);
   EXPECT_EQ(*results[1], 401);
 }
-#endif
 
 }  // namespace
