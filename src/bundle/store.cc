@@ -23,8 +23,10 @@
 #include "bundle/widen.h"
 #include "core/arg_format.h"
 #include "core/cache.h"
+#include "core/cache_key.h"
 #include "core/compiled_kernel.h"
 #include "core/key_values.h"
+#include "core/memo_keys.h"
 #include "core/registry.h"
 #include "core/source.h"
 #include "core/specialize.h"
@@ -786,7 +788,7 @@ struct KeyDim {
   int64_t value = 0;
 };
 
-// The key arguments of the call's tuning key `key` (core/layers.cc's tuning_key: the options
+// The key arguments of the call's tuning key `key` (core/memo_keys.cc's tuning_key: the options
 // id, each key argument's value, then the dtypes); false when the key cannot be split.
 bool key_dims(const TuneLayer& t, const Frame& f, const MemoKey& key, std::vector<KeyDim>& dims,
               size_t* tail) {

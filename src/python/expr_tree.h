@@ -1,13 +1,13 @@
 #pragma once
 
 // A @triton.heuristics function, or a config's pre_hook, as what the runtime evaluates
-// (core/expr.h): glue.py translates the function's source into a tree of tuples
+// (expr/program.h): glue.py translates the function's source into a tree of tuples
 // (heuristic_expression, pre_hook_actions), turned here into checked programs.
 
 #include <string>
 #include <vector>
 
-#include "core/expr.h"
+#include "expr/program.h"
 #include "python/interpreter.h"
 
 namespace triton_embed::detail::py {

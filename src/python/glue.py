@@ -383,7 +383,7 @@ def _patch_lang_tensor_with_index(patch):
     return patched
 
 
-# ---- heuristics as expressions the runtime evaluates (src/core/expr.h) ----------------------
+# ---- heuristics as expressions the runtime evaluates (src/expr/) ---------------------------
 
 
 class NotTranslatable(Exception):
@@ -1051,7 +1051,7 @@ class _HookTranslator(_Translator):
 def pre_hook_actions(fn, params):
     """A config's pre_hook as a list of ("block_shape", parameter, [dimension trees], guard) (or
     "block_shape_tuple", where the hook assigns a tuple) and ("zero", parameter, [], guard) the
-    runtime applies (core/expr.h's Hook); guard is None for an action the hook always makes,
+    runtime applies (expr/program.h's Hook); guard is None for an action the hook always makes,
     else the tree that says when it makes it. Raises NotTranslatable naming the construct it
     cannot translate."""
     if not hasattr(fn, "__code__"):
@@ -1153,7 +1153,7 @@ def grid_expression(fn, params):
 
 def heuristic_expression(fn, params):
     """The heuristic fn (a lambda or a function of one argument, `args`) as a tree of tuples
-    the runtime turns into an expression program (src/python/expr.cc, src/core/expr.h):
+    the runtime turns into an expression program (src/python/expr.cc, src/expr/program.h):
     ("int", 3), ("arg", parameter index), ("add", a, b), ... Names other than args and
     builtins are read now (a global or closure constant is frozen at its current value).
     Raises NotTranslatable naming the construct it cannot translate."""

@@ -26,7 +26,9 @@
 #include "bundle/codec.h"
 #include "bundle/enum_codes.h"
 #include "bundle/format.h"
+#include "core/cache_key.h"
 #include "core/layers.h"
+#include "core/memo_keys.h"
 #include "core/specialize.h"
 #include "triton_embed/error.h"
 
@@ -1270,7 +1272,7 @@ TEST(BundleEnumCodes, NumbersArePinned) {
                           {LeafKind::kTensorDesc, 5}});
   expect_codes<SpecKey>(
       {{SpecKey::kNone, 0}, {SpecKey::kEmpty, 1}, {SpecKey::kDiv16, 2}, {SpecKey::kOne, 3}});
-  // Expression programs (heuristics' expressions, pre_hooks: core/expr.cc).
+  // Expression programs (heuristics' expressions, pre_hooks: expr/program.cc).
   using Op = te::detail::expr::Op;
   expect_codes<Op>({{Op::kNone, 0},
                     {Op::kBool, 1},
@@ -1435,7 +1437,7 @@ TEST(BundleEnumCodes, CacheKeyWordsArePinned) {
   EXPECT_EQ(std::vector<uint64_t>(key.w, key.w + key.n), want);
 }
 
-// A heuristic record's key words end with the memo key (core/layers.cc's tags, numbered there,
+// A heuristic record's key words end with the memo key (core/memo_keys.cc's tags, numbered there,
 // and DType's numbers).
 TEST(BundleEnumCodes, MemoKeyWordsArePinned) {
   te::detail::HeuristicPlan plan;
