@@ -11,6 +11,7 @@
 #include "base/errors.h"
 #include "bundle/codec.h"
 #include "bundle/kernel_table.h"
+#include "core/bind.h"
 #include "core/target.h"
 
 namespace triton_embed::detail::bundle {

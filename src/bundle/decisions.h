@@ -14,7 +14,7 @@
 //   kind 2, a tuned choice: key = {layer, target, bytes of the base options text, the text
 //     packed 8 bytes a word, the tuning key words after the options id}; payload = the
 //     choice (meta-parameters, options text, pre_hook flag, why the hook is not an expression
-//     or the hook as one (core/expr.h), Python's best config and key).
+//     or the hook as one (expr/program.h), Python's best config and key).
 //   kind 3, a tuning rule (bundle/tuning_rule.h): key = {layer}; payload = the rule's text.
 
 #include <cstdint>

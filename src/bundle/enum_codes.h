@@ -14,11 +14,11 @@
 //   Aspect           what a heuristic read of an argument (decisions.cc: heuristic records)
 // and, as the runtime computes them (below):
 //   ArgKind, DType, LeafKind, SpecKey    in key words
-//   expr::Op, HookAction::Kind, DType    in expression programs (core/expr.cc)
+//   expr::Op, HookAction::Kind, DType    in expression programs (expr/program.cc)
 //
 // Key words are stored as they are, not through these tables: an entry's cache key
-// (core/specialize.cc build_key), and the memo keys in heuristic and tuning records
-// (core/layers.cc) are compared word for word with the keys a call computes, on the launch
+// (core/cache_key.cc build_key), and the memo keys in heuristic and tuning records
+// (core/memo_keys.cc) are compared word for word with the keys a call computes, on the launch
 // path, so they hold the in-memory numbers of the enums they embed. The static_asserts at the
 // end pin those in-memory numbers to the tables: reordering ArgKind, DType, LeafKind or
 // SpecKey fails to compile here. (Such a change must translate the stored key words, or bump
@@ -30,10 +30,10 @@
 #include <cstdint>
 #include <iterator>
 
-#include "core/expr.h"
 #include "core/kernel_state.h"
 #include "core/layers.h"
 #include "core/specialize.h"
+#include "expr/program.h"
 #include "triton_embed/arg_value.h"
 #include "triton_embed/dtype.h"
 
@@ -114,7 +114,7 @@ struct EnumCodes<SpecKey> {
 };
 
 // In expression programs only (heuristics' expressions in the layers, a choice's pre_hook;
-// core/expr.cc encodes them): pinned below, never converted.
+// expr/program.cc encodes them): pinned below, never converted.
 template <>
 struct EnumCodes<expr::Op> {
   using Op = expr::Op;
@@ -216,7 +216,7 @@ static_assert(same_numbers_in_memory<ArgKind>() && same_numbers_in_memory<DType>
 static_assert(same_numbers_in_memory<expr::Op>() &&
                   same_numbers_in_memory<expr::HookAction::Kind>() &&
                   std::size(EnumCodes<expr::Op>::table) == static_cast<size_t>(expr::Op::kCount),
-              "bundles store expression programs as core/expr.cc encodes them, with the "
+              "bundles store expression programs as expr/program.cc encodes them, with the "
               "in-memory numbers of expr::Op and HookAction::Kind: these must stay the numbers "
               "of src/bundle/enum_codes.h (a new Op goes before kCount and into the table, with "
               "the next number; or bump the expression format)");

@@ -18,6 +18,7 @@
 #include "bundle/store.h"
 #include "core/arg_format.h"
 #include "core/cache.h"
+#include "core/cache_key.h"
 #include "core/compiled_kernel.h"
 #include "core/key_values.h"
 #include "core/source.h"

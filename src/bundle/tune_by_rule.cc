@@ -15,6 +15,7 @@
 #include "bundle/store.h"
 #include "bundle/tuning_rule.h"
 #include "core/arg_format.h"
+#include "core/memo_keys.h"
 #include "core/target.h"
 #include "triton_embed/bundle.h"
 

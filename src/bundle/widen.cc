@@ -20,6 +20,7 @@
 #include "bundle/record.h"
 #include "bundle/tuning_rule.h"
 #include "core/arg_format.h"
+#include "core/cache_key.h"
 #include "core/jit_internal.h"
 #include "core/key_values.h"
 #include "core/source.h"

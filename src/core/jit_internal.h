@@ -48,7 +48,7 @@ struct MetaAccess {
 TE_INTERNAL_API const InternedOptions* intern_options(const Options& options);
 TE_INTERNAL_API KernelState* load_kernel(std::string_view module, std::string_view name);
 
-// The compile-side forms of the launch path (src/core/launch.cc, src/core/layers.cc): a
+// The compile-side forms of the launch path (src/core/launch.cc, src/core/launch_call.cc): a
 // positional call, and the general one (named arguments, wrapped kernels); with
 // `prepare_grid`, compile_call also loads the kernel into the current context, tuning on
 // that grid when needed (JitFunction::prepare).

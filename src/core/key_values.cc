@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "base/errors.h"
+#include "core/cache_key.h"
 #include "core/key_words.h"
 #include "core/specialize.h"
 #include "core/word_hash.h"
@@ -217,7 +218,7 @@ class Rebuild {
     return true;
   }
 
-  // A constant's words as KeyWriter::value writes them (core/specialize.cc).
+  // A constant's words as KeyWriter::value writes them (core/key_words.h).
   bool decode(ArgValue& v, const uint64_t* w, size_t n, size_t& at, int depth) {
     if (at >= n || depth > 32) return fail("a constant the key cuts short");
     const uint64_t tag = w[at++];

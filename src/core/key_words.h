@@ -1,17 +1,22 @@
 #pragma once
 
 // The cache key's words (core/cache.h Key::w): how build_key and fast_key_and_pack write a
-// call's leaves (core/specialize.cc), and how the key is read back leaf by leaf: which bundle
-// entries serve a call (match_key), the call an entry was compiled for (core/key_values.h), and
-// the bundle store's index of entries by what a key keeps beyond its assumptions.
+// call's leaves (core/cache_key.cc, core/pack.cc, with KeyWriter and Run below), and how the
+// key is read back leaf by leaf: which bundle entries serve a call (match_key), the call an
+// entry was compiled for (core/key_values.h), and the bundle store's index of entries by what a
+// key keeps beyond its assumptions.
 //
 // A runtime leaf (a scalar or pointer) is a 12-bit code in a run word; every other leaf is a
 // word of its own (leaf_word), followed for a constexpr leaf by its value's words (a tag, then
-// the value: KeyWriter::value in core/specialize.cc).
+// the value: KeyWriter::value).
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
+#include "base/errors.h"
+#include "core/arg_format.h"
+#include "core/cache.h"
 #include "core/specialize.h"
 
 namespace triton_embed::detail {
@@ -38,6 +43,92 @@ constexpr uint64_t run_code(LeafKind kind, DType t, SpecKey key, uint8_t is_cons
 }
 static_assert(static_cast<int>(DType::fp64) < 32 && static_cast<int>(SpecKey::kOne) < 4,
               "run_code packs a dtype in 5 bits and a specialisation key in 2");
+
+// ---- writing: what build_key (core/cache_key.cc) and fast_key_and_pack (core/pack.cc) both
+// write, inline for the launch path
+
+// Puts words into a key, refusing more than it holds; value() writes a constexpr leaf's value
+// (a tag, then the value).
+class KeyWriter {
+ public:
+  KeyWriter(const KernelState& k, Key& key) : k_(k), key_(key) {}
+  void put(uint64_t w) {
+    TE_CHECK(key_.n < kMaxKeyWords, ValueError)
+        << call_signature(k_) << ": the arguments are too large for the cache key (too many "
+        << "values, or long constexpr strings or tuples)";
+    key_.w[key_.n++] = w;
+  }
+  void value(const ArgValue& v) {
+    const uint64_t tag = static_cast<uint64_t>(v.kind) | static_cast<uint64_t>(v.dtype) << 8 |
+                         static_cast<uint64_t>(v.big) << 16;
+    switch (v.kind) {
+      case ArgKind::kNone:
+      case ArgKind::kDType:
+        put(tag);
+        return;
+      case ArgKind::kBool:
+      case ArgKind::kInt:
+      case ArgKind::kFloat:
+      case ArgKind::kScalar:
+      case ArgKind::kPointer:
+        put(tag);
+        put(v.u);
+        return;
+      case ArgKind::kStr: {
+        // The bytes themselves, 8 to a word: two strings share a key only when equal.
+        put(tag | static_cast<uint64_t>(v.count) << 32);
+        for (uint32_t i = 0; i < v.count; i += 8) {
+          uint64_t w = 0;
+          std::memcpy(&w, v.s + i, v.count - i < 8 ? v.count - i : 8);
+          put(w);
+        }
+        return;
+      }
+      case ArgKind::kConstexpr:
+        put(tag);
+        value(*v.elems);
+        return;
+      case ArgKind::kTuple:
+        put(tag | static_cast<uint64_t>(v.count) << 32);
+        for (uint32_t i = 0; i < v.count; ++i) value(v.elems[i]);
+        return;
+      case ArgKind::kJitFunction:
+      case ArgKind::kPyObject:
+      case ArgKind::kTensorDesc:  // never constexpr (refused), listed for completeness
+        put(tag);
+        put(reinterpret_cast<uintptr_t>(v.ptr));
+        key_.process_local = 1;
+        return;
+    }
+  }
+
+ private:
+  const KernelState& k_;
+  Key& key_;
+};
+
+// The run being filled, written out by flush().
+struct Run {
+  uint64_t word = kRunMarker;
+  unsigned n = 0;
+  // Adds a leaf's code; returns the full word to write when the run is full, else 0.
+  uint64_t add(uint64_t code) noexcept {
+    word |= code << (kRunBits * n);
+    if (++n < kRunLeaves) return 0;
+    const uint64_t full = word;
+    word = kRunMarker;
+    n = 0;
+    return full;
+  }
+  // The pending word (then empty), or 0 when nothing is pending.
+  uint64_t flush() noexcept {
+    if (n == 0) return 0;
+    const uint64_t w = word;
+    word = kRunMarker;
+    n = 0;
+    return w;
+  }
+};
 
 constexpr uint32_t kCodeKeyShift = 7;
 constexpr uint32_t kCodeKeyMask = 3u << kCodeKeyShift;

@@ -1,13 +1,19 @@
 // The launch path. On a cache hit: specialise, build the key, look it up, pack the
 // arguments, launch. No allocation, no string formatting, no Python, no lock.
 
+#include "core/launch.h"
+
 #include <cstring>
 #include <memory>
 
 #include "base/errors.h"
 #include "core/arg_format.h"
 #include "core/bind.h"
+#include "core/cache_key.h"
 #include "core/compile.h"
+#include "core/launch_call.h"
+#include "core/module.h"
+#include "core/pack.h"
 #include "core/specialize.h"
 #include "core/target.h"
 #include "core/tensor_map.h"
@@ -17,17 +23,6 @@
 namespace triton_embed {
 
 namespace detail {
-
-void throw_arg_count(const KernelState& k, size_t nargs) {
-  const size_t np = k.params.size();
-  if (k.min_args == np) {
-    TE_THROW(TypeError) << call_signature(k) << ": expected " << np << " argument"
-                        << (np == 1 ? "" : "s") << ", got " << nargs;
-  }
-  TE_THROW(TypeError) << call_signature(k) << ": expected " << k.min_args << " to " << np
-                      << " arguments (the last " << np - k.min_args << " have defaults), got "
-                      << nargs;
-}
 
 namespace {
 

@@ -8,10 +8,13 @@
 // from a memo keyed on exactly what each heuristic read when Python last ran it; an autotune
 // layer looks the tuning key up in a memo of the configurations tuned so far. Only misses
 // run Python (src/python/layers.cc). The inner kernel then launches as any other.
+//
+// This file holds their types. The code: binding a call (core/bind.h), the memo keys
+// (core/memo_keys.h), the walk through the layers (core/walk.h), config pre-hooks
+// (core/pre_hooks.h), and the entry points with the memo of whole calls (core/launch_call.h).
 
 #include <atomic>
 #include <cstdint>
-#include <cstring>
 #include <exception>
 #include <map>
 #include <memory>
@@ -22,10 +25,11 @@
 
 #include "base/errors.h"
 #include "base/internal_api.h"
-#include "core/expr.h"
 #include "core/jit_internal.h"
+#include "core/launch.h"
 #include "core/memo.h"
 #include "core/once.h"
+#include "expr/eval.h"
 #include "triton_embed/arg_value.h"
 #include "triton_embed/autotune.h"
 #include "triton_embed/detail/call.h"
@@ -74,7 +78,7 @@ struct Heuristic {
   // kMaxDecisions keys.
   const HeuristicPlan* recorded_plan = nullptr;
   std::map<std::vector<uint64_t>, ArgValue> recorded;
-  // The heuristic as an expression the runtime evaluates (core/expr.h), translated by the JIT
+  // The heuristic as an expression the runtime evaluates (expr/eval.h), translated by the JIT
   // layer and kept in bundles: a program with no Python computes it for arguments no record
   // holds. Empty when the function is outside the forms the runtime evaluates; then
   // `expr_why` names what stopped it.
@@ -90,7 +94,7 @@ struct Choice {
   std::vector<std::pair<uint32_t, ArgValue>> kwargs;  // meta-parameters it sets
   const InternedOptions* options = nullptr;           // the handle's options plus the config's
   // The config has a pre_hook (Autotuner.run calls it before each launch). `hook` is it as
-  // the runtime applies it (core/expr.h), translated by the JIT layer and kept in bundles;
+  // the runtime applies it (expr/eval.h), translated by the JIT layer and kept in bundles;
   // when the hook is outside the forms the runtime applies, `hook_why` names what stopped the
   // translation and the hook runs in Python (a program without the JIT refuses it).
   bool pre_hook = false;
@@ -106,9 +110,6 @@ struct Choice {
   // bundles: its key is not the one it was tuned for).
   bool by_rule = false;
 };
-
-// Completes a choice a source made, before the runtime publishes it (Choice::hook_fixed).
-void finish_choice(const KernelState& k, Choice& c);
 
 struct TuneLayer {
   std::vector<int> key_params;  // Autotuner.keys as parameter indices (-1: not a parameter)
@@ -154,55 +155,6 @@ struct LayerParams {
   ParamMask heuristic;  // a @triton.heuristics sets it (as a keyword)
   ParamMask config;     // some @triton.autotune config sets it (as a keyword)
 };
-
-// Fills k.layer_params from its layers (each layer's loader calls it once they are read).
-TE_INTERNAL_API void index_layer_params(KernelState& k);
-
-// ---- where a call goes -------------------------------------------------------------------
-//
-// Every launch ends at a LaunchSite. Once the launch path has resolved a call's cache entry
-// (the inner kernel's, for a wrapped kernel) and packed its arguments, a launch site launches
-// them in the calling thread's current context on its grid and stream. A capturing site (one
-// with a caller's Captured) leaves them there instead and runs nothing on a device: its keys
-// are for the explicit target (set_target, TRITON_EMBED_TARGET), which must be set, and a
-// config pre-hook's zeroing of tensors (a device effect) is left out. Everything before the
-// last step (binding, compiles, the layers' heuristics and tunings, the memo of whole calls)
-// is the same at both.
-
-struct Entry;
-
-// How the launch path found a call's entry.
-enum class Found : uint8_t {
-  kHit,       // in the kernel's cache
-  kMiss,      // not in the cache: this call built it (compile_entry)
-  kCallMemo,  // the memo of whole positional calls of a wrapped kernel resolved the call
-};
-
-// What a call at a capturing site leaves for its caller instead of launching.
-// The caller sets `slots`; the launch path sets the rest.
-struct Captured {
-  uint64_t* slots;  // where the packed kernel arguments go (null: nowhere)
-  Entry* entry;     // the cache entry that would launch (a wrapped kernel's inner kernel's)
-  uint32_t np;      // how many packed arguments (the scratch pointers aside)
-  Found found;
-};
-
-struct LaunchSite {
-  const GridSpec* grid = nullptr;  // a launch's grid and stream
-  Stream stream = nullptr;
-  Captured* capture = nullptr;  // a capturing site's (null: launch)
-};
-
-// A call launched at `site`: positional (launch_at), or with named arguments or through a
-// wrapped kernel's layers (launch_call_at). The product's launch() and launch_call() are these
-// at a launch site; a capturing site gets what a launch would have launched.
-TE_INTERNAL_API void launch_at(KernelState* kernel, const InternedOptions* options,
-                               const LaunchSite& site, const ArgValue* args, size_t nargs);
-TE_INTERNAL_API void launch_call_at(KernelState* kernel, const InternedOptions* options,
-                                    const LaunchSite& site, const CallArgs& call);
-// A plain (unwrapped) kernel's positional call at `site` (launch_at without the layers).
-void launch_plain(KernelState* kernel, const InternedOptions* options, const LaunchSite& site,
-                  const ArgValue* args, size_t nargs);
 
 // What a call through the layers is for.
 enum class FrameMode : uint8_t {
@@ -300,9 +252,6 @@ struct CallMemo {
 // The misses of the layers' memos ask the kernel sources: eval_heuristic, tune,
 // pruned_choices and run_config_pre_hook (core/source.h, src/core/sources.cc).
 
-// The options `base` with option heuristic `h`'s value `v` set (slow path of the option memo).
-const InternedOptions* heuristic_options(KernelState& k, Heuristic& h, const InternedOptions* base,
-                                         const ArgValue& v, const MemoKey& key, uint64_t hash);
 // A descriptor argument whose block shape a config's pre_hook set (Python's pre-hooks assign
 // nargs["desc"].block_shape, as Triton's persistent matmul tutorial does).
 struct HookedBlock {
@@ -310,63 +259,9 @@ struct HookedBlock {
   std::vector<int64_t> block;
 };
 
-// ---- the layered call (src/core/layers.cc) ---------------------------------------------
-
-// Notes a slow path's result for recording into a bundle (Heuristic::recorded,
-// TuneLayer::recorded): what eval_heuristic returned for the frame, and what tune chose for
-// `key` when tuning for `target` (0: unknown, not noted), unless the resolutions were
-// forgotten since `epoch` (core/registry.h).
-void note_heuristic(Heuristic& h, const Frame& f, const ArgValue& value);
-void note_choice(TuneLayer& t, const Frame& f, const MemoKey& key, uint32_t target,
-                 const Choice* choice, uint64_t epoch);
-
-// The memo key of a heuristic: exactly what its plan says it read.
-TE_INTERNAL_API void heuristic_memo_key(const HeuristicPlan& plan, const Frame& f, MemoKey& key);
-
-// Binds a call into a frame (positional, then named; Python's binder errors as TypeError).
-void bind_frame(const KernelState& k, const CallArgs& call, Frame& f);
-
 // A heuristic's plan changed: calls memoised under the old one no longer match.
 inline void invalidate_call_memo(CallMemo* m) noexcept {
   if (m != nullptr) m->epoch.fetch_add(1, std::memory_order_acq_rel);
-}
-
-}  // namespace triton_embed::detail
-
-namespace triton_embed::detail::cuda {
-struct ContextInfo;
-}
-
-namespace triton_embed::detail {
-
-// The launch of cache entry `e` of plain kernel `kernel` (src/core/launch.cc): params[0, np)
-// point at its packed runtime arguments; slots[np], slots[np + 1] and params[np],
-// params[np + 1] take the two scratch pointers. `args` (all parameters) for a grid
-// callable's Meta.
-void launch_entry(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx, const GridSpec& grid,
-                  Stream stream, const ArgValue* args, uint64_t* slots, void** params, uint32_t np);
-
-struct DescSlots;  // core/tensor_map.h
-// The last step at `site` of the one-pass values values[0, n) of a call with host descriptors
-// (descs), packed with e's TMA metadata (expand_descriptors): the launch in `ctx`, or with no
-// ctx the site's capture. `args` (all parameters) for a grid callable's Meta.
-void launch_with_descriptors(KernelState* kernel, Entry* e, const LaunchSite& site,
-                             const cuda::ContextInfo* ctx, const ArgValue* args,
-                             const DescSlots& descs, const uint64_t* values, uint32_t n,
-                             Found found);
-// What a launch raises for the fixed grid of a capturing site with a grid (OverflowError,
-// ValueError), or nothing (src/core/launch.cc). A grid callable runs at a launch only.
-void check_site_grid(const LaunchSite& site, const KernelState& kernel, const Entry& e);
-// The last step at a capturing site: entry e (of plain kernel `kernel`) and its packed values
-// slots[0, np), after the check a launch makes of the site's grid.
-inline void capture_at(const LaunchSite& site, const KernelState& kernel, Entry* e,
-                       const uint64_t* slots, uint32_t np, Found found) {
-  if (TE_UNLIKELY(site.grid != nullptr)) check_site_grid(site, kernel, *e);
-  Captured& c = *site.capture;
-  c.entry = e;
-  c.np = np;
-  c.found = found;
-  if (c.slots != nullptr) std::memcpy(c.slots, slots, np * sizeof(uint64_t));
 }
 
 }  // namespace triton_embed::detail

@@ -1,10 +1,11 @@
 // Loading cubins from memory, once per context, configured as Triton's loader does.
 
+#include "core/module.h"
+
 #include <string>
 
 #include "base/errors.h"
 #include "core/arg_format.h"
-#include "core/compile.h"
 
 namespace triton_embed::detail {
 

@@ -138,7 +138,7 @@ inline bool jit_linked() noexcept { return source(SourceSlot::kJit) != nullptr; 
 // memoised when it can be. With the JIT layer and HeuristicEvaluation::kExpressions, the
 // heuristic's expression is evaluated first (Python runs only what it cannot compute).
 ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f);
-// Heuristic `h` computed from its expression (core/expr.h) as Python computes it, with what it
+// Heuristic `h` computed from its expression (expr/eval.h) as Python computes it, with what it
 // reads; false when it has none or the evaluator cannot say (a value beyond what it models).
 // A fault (Python would raise) raises the exception Python's type names when `raise_faults`,
 // else returns false.

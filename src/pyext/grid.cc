@@ -16,7 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "core/expr.h"
+#include "expr/eval.h"
+#include "expr/program.h"
 #include "core/jit_internal.h"
 #include "pyext/fast_kernel.h"
 #include "pyext/module.h"

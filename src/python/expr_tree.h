@@ -1,14 +1,14 @@
 #pragma once
 
 // A @triton.heuristics function, or a config's pre_hook, as what the runtime evaluates
-// (core/expr.h): the glue (glue/translation.py, glue/hook_translation.py) translates the
+// (expr/program.h): the glue (glue/translation.py, glue/hook_translation.py) translates the
 // function's source into a tree of tuples (heuristic_expression, pre_hook_actions), turned here
 // into checked programs.
 
 #include <string>
 #include <vector>
 
-#include "core/expr.h"
+#include "expr/program.h"
 #include "python/interpreter.h"
 
 namespace triton_embed::detail::py {

@@ -20,6 +20,7 @@
 
 #include "base/errors.h"
 #include "core/arg_format.h"
+#include "core/bind.h"
 #include "core/kernel_state.h"
 #include "cuda/driver.h"
 #include "cuda/scratch.h"

@@ -13,7 +13,10 @@
 #include <vector>
 
 #include "core/cache.h"
+#include "core/cache_key.h"
 #include "core/jit_internal.h"
+#include "core/launch.h"
+#include "core/launch_call.h"
 #include "core/layers.h"
 #include "core/tensor_map.h"
 #include "triton_embed/jit.h"
@@ -89,7 +92,7 @@ inline int dry_run_result() {
 
 /*! Dry runs: the launch path up to the driver call, for a compile-only target (an explicit
  *  target is required), which the CPU benchmark and the tests measure. The call goes to a
- *  capturing site (core/layers.h), which leaves what the launch path resolved instead of
+ *  capturing site (core/launch.h), which leaves what the launch path resolved instead of
  *  launching it: the packed kernel parameters go to \p slots_out (when not null), the
  *  compiled kernel to last_dry_run_kernel(). Returns the number of packed kernel parameters
  *  on a cache hit, -(n + 1) after a miss (which compiled). dry_run_values takes a positional

@@ -13,7 +13,9 @@
 
 #include "bundle/codec.h"
 #include "bundle/enum_codes.h"
+#include "core/cache_key.h"
 #include "core/layers.h"
+#include "core/memo_keys.h"
 #include "core/specialize.h"
 #include "triton_embed/error.h"
 

@@ -1,4 +1,4 @@
-// Heuristics as expressions (src/core/expr.h, src/python/expr_tree.cc, glue.py's
+// Heuristics as expressions (src/expr/, src/python/expr_tree.cc, glue.py's
 // heuristic_expression): for every supported form, the runtime's evaluation equals Python's
 // call of the heuristic on random arguments (value and type, or the exception Python raises);
 // forms outside them are named; programs round-trip through their bytes and malformed bytes
@@ -15,7 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "core/expr.h"
+#include "expr/eval.h"
+#include "expr/program.h"
 #include "python/expr_tree.h"
 #include "test_support.h"
 

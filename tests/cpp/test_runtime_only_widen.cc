@@ -15,7 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "core/cache_key.h"
 #include "core/key_values.h"
+#include "core/pack.h"
 #include "core/specialize.h"
 #include "cuda_shim.h"
 #include "message_of.h"

@@ -1,4 +1,4 @@
-"""Heuristics of every form the runtime evaluates without Python (src/core/expr.h), with the
+"""Heuristics of every form the runtime evaluates without Python (src/expr/), with the
 kinds of random arguments to try them on, and forms it does not take (test_expr.cc)."""
 
 import math

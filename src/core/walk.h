@@ -1,0 +1,57 @@
+#pragma once
+
+// The walk of a call through a wrapped kernel's layers (src/core/walk.cc), outermost first as
+// Triton's run() methods nest: a heuristics layer sets its values from its memo (the kernel
+// sources on a miss), an autotune layer applies its tuned config and the config's pre-hook,
+// and the inner kernel then launches (or compiles, warms up, interprets) as any other.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "core/layers.h"
+#include "core/memo.h"
+#include "expr/eval.h"
+#include "triton_embed/tensor_descriptor.h"
+
+namespace triton_embed::detail {
+
+struct Walk {
+  KernelState& outer;
+  KernelState& inner;
+  // Results.
+  const CompiledKernel* compiled = nullptr;
+  std::vector<const CompiledKernel*>* all = nullptr;
+  const TuningResult* result = nullptr;
+  bool found_tuner = false;
+  bool memo_ok = true;  // no layer did what the memo of whole calls cannot repeat
+  // A config pre-hook the walk applied that a memo hit need not repeat (block shapes from the
+  // config alone: Choice::hook_fixed; a descriptor's map does not depend on its block shape).
+  const expr::HookResult* hook = nullptr;
+  // Descriptors with the block shapes config pre-hooks set, for this call's launch, where no
+  // per-thread copy was free (set_hooked_block).
+  std::vector<std::unique_ptr<TensorDescriptor>> hooked;
+  // The tune layers' choices of a launch, (layer index, choice), for the memo of whole calls
+  // (CallTail::chosen); more than kMaxChosen and no memo.
+  static constexpr uint32_t kMaxChosen = 4;
+  std::pair<uint32_t, const Choice*> chosen[kMaxChosen];
+  uint32_t num_chosen = 0;
+  // The resolutions' epoch when a walk the memo of whole calls may keep began (odd: none).
+  uint64_t epoch = 1;
+};
+
+// The call's observer, when the frame is a launch whose call has one.
+inline const CallObserver* observer_of(const Frame& f) noexcept {
+  return f.mode == FrameMode::kLaunch && f.call != nullptr ? f.call->observer : nullptr;
+}
+
+// Applies layers li.. of w.outer to frame f, then what f.mode asks of the inner kernel.
+void walk(Walk& w, size_t li, Frame& f);
+
+// The options `base` with option heuristic `h`'s value `v` set (slow path of the option memo).
+const InternedOptions* heuristic_options(KernelState& k, Heuristic& h, const InternedOptions* base,
+                                         const ArgValue& v, const MemoKey& key, uint64_t hash);
+
+}  // namespace triton_embed::detail
