@@ -6,8 +6,8 @@
 #include <exception>
 
 #include "base/errors.h"
-#include "core/registry.h"
 #include "core/python_host.h"
+#include "core/registry.h"
 
 namespace triton_embed::detail {
 

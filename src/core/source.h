@@ -114,7 +114,6 @@ class KernelSource {
   }
   // Runs the kernel through Triton's interpreter; false when it cannot.
   virtual bool interpret(KernelState*, const GridSpec&, const ArgValue*, size_t) { return false; }
-
 };
 
 // The sources in the order the runtime asks them.
