@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "core/jit_internal.h"
 #include "expr/eval.h"
 #include "expr/program.h"
-#include "core/jit_internal.h"
 #include "pyext/fast_kernel.h"
 #include "pyext/module.h"
 #include "pyext/types.h"

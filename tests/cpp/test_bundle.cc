@@ -1,8 +1,8 @@
-// Kernel bundles (src/bundle/format.h, file_reader.h, file_writer.h, merge.h): round trips of every field, zero-copy cubins, every
-// length and flipped bit refused, and cubins and PTX checked at first use (format version 2).
-// Files (version 1, foreign, too new, missing), merging and listing: test_bundle_files.cc;
-// the format's numbers for the library's enums: test_bundle_enum_codes.cc. No Python: the
-// interpreter is never started.
+// Kernel bundles (src/bundle/format.h, file_reader.h, file_writer.h, merge.h): round trips of every
+// field, zero-copy cubins, every length and flipped bit refused, and cubins and PTX checked at
+// first use (format version 2). Files (version 1, foreign, too new, missing), merging and listing:
+// test_bundle_files.cc; the format's numbers for the library's enums: test_bundle_enum_codes.cc. No
+// Python: the interpreter is never started.
 //
 // `test_bundle --write-samples DIR` writes the bundles the triton-embed-bundle CTest uses.
 
