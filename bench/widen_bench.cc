@@ -139,8 +139,8 @@ int large_mode(const char* source, size_t n) {
   tb::Contents c = src.contents();
   uint32_t add = 0;
   while (add < c.kernels.size() && c.kernels[add].name != "add_kernel") ++add;
-  std::vector<tb::Entry> real;
-  for (const tb::Entry& e : c.entries) {
+  std::vector<tb::BundleEntry> real;
+  for (const tb::BundleEntry& e : c.entries) {
     const bool block_1024 = !e.key_words.empty() && e.key_words.back() == 1024;
     if (e.kernel == add && block_1024 && e.options.empty()) real.push_back(e);
   }
@@ -149,7 +149,7 @@ int large_mode(const char* source, size_t n) {
   big.kernels.push_back(c.kernels[add]);
   std::mt19937_64 rng(20261128);
   for (size_t i = 0; i + real.size() < n; ++i) {
-    tb::Entry e = real[0];
+    tb::BundleEntry e = real[0];
     e.kernel = 0;
     e.key_words.back() = 100000 + i;  // another BLOCK value: another key
     e.meta.cubin.assign(24 << 10, '\0');
@@ -157,7 +157,7 @@ int large_mode(const char* source, size_t n) {
     e.meta.ptx.clear();
     big.entries.push_back(std::move(e));
   }
-  for (tb::Entry& e : real) {
+  for (tb::BundleEntry& e : real) {
     e.kernel = 0;
     big.entries.push_back(std::move(e));
   }

@@ -1,4 +1,4 @@
-// The loaded bundles are the runtime's first kernel source (core/source.h), registered when
+// The loaded bundles are the runtime's first kernel source (core/kernel_source.h), registered when
 // the runtime's library is loaded (below): a kernel's parameter table and layers
 // (for programs without the JIT layer), cache entries (the same module, name and, when the
 // kernel knows it, source hash; the same target, options and key words), and the layers'
@@ -17,8 +17,8 @@
 #include "bundle/store.h"
 #include "bundle/tune_by_rule.h"
 #include "bundle/validate.h"
+#include "core/kernel_source.h"
 #include "core/registry.h"
-#include "core/source.h"
 
 namespace triton_embed::detail::bundle {
 
@@ -74,7 +74,7 @@ KernelState* load_bundled_kernel(std::string_view module, std::string_view name)
   return insert_kernel(std::string(module), std::string(name), std::move(outer), &loser);
 }
 
-// The loaded bundles as a kernel source (core/source.h).
+// The loaded bundles as a kernel source (core/kernel_source.h).
 class BundleSource final : public KernelSource {
  public:
   KernelState* load_kernel(std::string_view module, std::string_view name) override {
@@ -96,8 +96,8 @@ class BundleSource final : public KernelSource {
   // last call hand theirs over (none to a caller whose epoch passed: unload_all and this run
   // under the store's lock, so a bundle's records are handed over once to a caller that keeps
   // them, or again after an unload).
-  bool known_heuristics(KernelState& k, uint64_t epoch,
-                        std::vector<HeuristicRecord>& out) override {
+  bool heuristic_decisions(KernelState& k, uint64_t epoch,
+                           std::vector<HeuristicDecision>& out) override {
     if (jit_linked()) return false;
     load_from_environment();
     Store& s = store();
@@ -112,7 +112,7 @@ class BundleSource final : public KernelSource {
   // A heuristic no record holds the result of, computed from its expression (the bundle's
   // layers carry it) as Python computes it; false when it has none or the evaluator cannot
   // say (the runtime then raises NotInBundleError). With the JIT layer Python computes it,
-  // unless the user asked for expressions (core/sources.cc evaluates them before any source).
+  // unless the user asked for expressions (core/kernel_source.cc evaluates them before any source).
   bool eval_heuristic(KernelState& k, const Heuristic& h, const Frame& f,
                       HeuristicValue& out) override {
     if (jit_linked()) return false;
@@ -121,15 +121,15 @@ class BundleSource final : public KernelSource {
   // Choices for `target`, from the bundles loaded since the last call for it. The JIT layer
   // takes them only for the very kernel and configs they were tuned from, and tunes configs
   // whose pre_hook only Python runs itself (it must run the hook).
-  bool known_choices(KernelState& k, size_t layer, uint32_t target, uint64_t epoch,
-                     std::vector<ChoiceRecord>& out) override {
+  bool choice_decisions(KernelState& k, size_t layer, uint32_t target, uint64_t epoch,
+                        std::vector<ChoiceDecision>& out) override {
     load_from_environment();
     const bool jit = jit_linked();
     const std::string layers = jit ? encode_layers(k) : std::string();
     const TuneLayer* t = k.layers[layer]->tune.get();
     Store& s = store();
     std::lock_guard<std::mutex> lock(s.mu);
-    if (!still_current(epoch)) return true;  // as known_heuristics
+    if (!still_current(epoch)) return true;  // as heuristic_decisions
     each_new_kernel(s, s.choices_applied[{t, target}], k,
                     [&](const Bundle& b, const ContentsView& c, uint32_t i) {
                       const KernelView& kv = c.kernels[i];

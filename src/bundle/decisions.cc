@@ -329,7 +329,7 @@ bool decode_rule(const ContentsView& c, uint32_t kernel, KernelState& k, size_t 
 }
 
 void decode_heuristics(const ContentsView& c, uint32_t kernel, KernelState& k,
-                       const std::string& where, std::vector<HeuristicRecord>& out) {
+                       const std::string& where, std::vector<HeuristicDecision>& out) {
   for (const RecordView& rec : c.records) {
     if (rec.kernel != kernel || rec.kind != kRecordHeuristic) continue;
     const std::vector<uint64_t>& kw = rec.key_words;
@@ -339,7 +339,7 @@ void decode_heuristics(const ContentsView& c, uint32_t kernel, KernelState& k,
         hi >= k.layers[li]->heuristics.size() || kw[1] > kMaxArgs * 3 || kw.size() < 2 + kw[1]) {
       corrupt(where, "a heuristic record for a heuristic the kernel does not have");
     }
-    HeuristicRecord hr;
+    HeuristicDecision hr;
     hr.layer = static_cast<uint32_t>(li);
     hr.heuristic = static_cast<uint32_t>(hi);
     std::vector<Dep>& deps = hr.deps;
@@ -364,7 +364,7 @@ void decode_heuristics(const ContentsView& c, uint32_t kernel, KernelState& k,
 
 void decode_choices(const ContentsView& c, uint32_t kernel, KernelState& k, size_t layer,
                     uint32_t target, bool skip_pre_hook, const std::string& where,
-                    std::vector<ChoiceRecord>& out) {
+                    std::vector<ChoiceDecision>& out) {
   auto ours = [&](const RecordView& rec) {
     return rec.kernel == kernel && rec.kind == kRecordChoice && rec.key_words.size() >= 3 &&
            rec.key_words[0] == layer;
@@ -416,7 +416,7 @@ void decode_choices(const ContentsView& c, uint32_t kernel, KernelState& k, size
     choice->result.from_cache = true;
     if (!r.done()) r.fail("bytes after the choice");
     if (choice->pre_hook && !choice->hook_in_cpp() && skip_pre_hook) continue;
-    ChoiceRecord cr;
+    ChoiceDecision cr;
     cr.target = serving;
     cr.key.push(base->id);
     for (size_t i = at; i < kw.size(); ++i) cr.key.push(kw[i]);

@@ -6,7 +6,7 @@
 // heuristic's result per memo key; each tuned choice per target and tuning key). Loading them
 // fills the layers' memos, so a program with no Python launches the kernel for every key the
 // recording saw, and raises NotInBundleError for one it did not. The runtime publishes them
-// (src/core/sources.cc); nothing here writes a memo.
+// (src/core/kernel_source.cc); nothing here writes a memo.
 //
 // The layers go into bundle::Kernel::layers; the decisions into bundle::Record:
 //   kind 1, a heuristic's result: key = {layer << 32 | heuristic, number of deps, each dep
@@ -24,8 +24,8 @@
 
 #include "bundle/format.h"
 #include "bundle/tuning_rule.h"
+#include "core/kernel_source.h"
 #include "core/kernel_state.h"
-#include "core/source.h"
 
 namespace triton_embed::detail::bundle {
 
@@ -66,7 +66,7 @@ bool decode_rule(const ContentsView& c, uint32_t kernel, KernelState& k, size_t 
 // (the runtime makes the first one's deps a heuristic's plan when it has none, and leaves out
 // those recorded under another plan).
 void decode_heuristics(const ContentsView& c, uint32_t kernel, KernelState& k,
-                       const std::string& where, std::vector<HeuristicRecord>& out);
+                       const std::string& where, std::vector<HeuristicDecision>& out);
 
 // The choices `c` holds for k's autotune layer `layer`, tuned for the target that serves
 // `target` (the same, else the newest older one with the same warp size; 0: the newest),
@@ -74,6 +74,6 @@ void decode_heuristics(const ContentsView& c, uint32_t kernel, KernelState& k,
 // runs are left out (the JIT layer tunes those itself: it must run the hook).
 void decode_choices(const ContentsView& c, uint32_t kernel, KernelState& k, size_t layer,
                     uint32_t target, bool skip_pre_hook, const std::string& where,
-                    std::vector<ChoiceRecord>& out);
+                    std::vector<ChoiceDecision>& out);
 
 }  // namespace triton_embed::detail::bundle

@@ -154,7 +154,7 @@ std::string serialize(const Contents& c) {
     kernel_layout(k, e);
     kernels += it.bytes();
   }
-  for (const Entry& en : c.entries) {
+  for (const BundleEntry& en : c.entries) {
     Item it(kEntrySize);
     Encoder e(it, strings, blobs, words, tma);
     entry_layout(en, e);

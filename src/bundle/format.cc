@@ -72,8 +72,8 @@ Kernel own(const KernelView& k) {
           own(k.wrapper), own(k.params), own(k.layers)};
 }
 
-Entry own(const EntryView& v) {
-  Entry e;
+BundleEntry own(const EntryView& v) {
+  BundleEntry e;
   e.kernel = v.kernel;
   e.target = v.target;
   e.options = own(v.options);

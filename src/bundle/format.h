@@ -109,7 +109,7 @@ struct BasicContents {
 
 using Producer = BasicProducer<std::string>;
 using Kernel = BasicKernel<std::string>;
-using Entry = BasicEntry<std::string>;
+using BundleEntry = BasicEntry<std::string>;
 using Record = BasicRecord<std::string>;
 /*! \brief A bundle's contents to write (owning). */
 using Contents = BasicContents<std::string>;
@@ -124,7 +124,7 @@ using ContentsView = BasicContents<std::string_view>;
 /*! \brief Owning copies of what a bundle holds (Bundle::contents, merge). */
 std::string own(std::string_view s);
 Kernel own(const KernelView& k);
-Entry own(const EntryView& v);
+BundleEntry own(const EntryView& v);
 Record own(const RecordView& r);
 
 /*! \brief The CRC-32 (IEEE 802.3, as zlib's \c crc32) of \p size bytes at \p data: what the

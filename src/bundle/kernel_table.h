@@ -3,7 +3,7 @@
 // What a bundle keeps of a kernel besides its cubins: the parameter table (names, flags,
 // annotations, Python defaults) that the launch path specialises and binds against, and the
 // Triton options of each entry. Encoded into the opaque fields of bundle::Kernel::params and
-// bundle::Entry::options; decoded into a KernelState (no Python) when a program without the
+// bundle::BundleEntry::options; decoded into a KernelState (no Python) when a program without the
 // JIT layer loads the kernel from a bundle.
 
 #include <string>

@@ -20,8 +20,8 @@
 #include "core/cache.h"
 #include "core/cache_key.h"
 #include "core/compiled_kernel.h"
+#include "core/kernel_source.h"
 #include "core/key_values.h"
-#include "core/source.h"
 #include "core/target.h"
 
 namespace triton_embed::detail::bundle {

@@ -17,7 +17,7 @@ namespace {
 
 using Reason = BundleError::Reason;
 
-std::string key_text(const std::vector<uint64_t>& words) {
+std::string key_words_text(const std::vector<uint64_t>& words) {
   std::string s = "[";
   char buf[24];
   for (size_t i = 0; i < words.size(); ++i) {
@@ -145,7 +145,7 @@ Contents merge(const std::vector<const Bundle*>& bundles) {
         conflict(*b, *it->second.bundle,
                  "kernel " + kernel_text(b->kernels()[e.kernel]) + ": its entry for " +
                      target_text(e.target) + " options " + quoted(e.options) + " key " +
-                     key_text(e.key_words),
+                     key_words_text(e.key_words),
                  field);
       }
     }
@@ -159,7 +159,7 @@ Contents merge(const std::vector<const Bundle*>& bundles) {
       } else if (it->second.bundle->records()[it->second.index].payload != r.payload) {
         conflict(*b, *it->second.bundle,
                  "kernel " + kernel_text(b->kernels()[r.kernel]) + ": its record of kind " +
-                     std::to_string(r.kind) + " key " + key_text(r.key_words),
+                     std::to_string(r.kind) + " key " + key_words_text(r.key_words),
                  "payload");
       }
     }

@@ -37,7 +37,7 @@ void record_entries(KernelState& cache_of, uint32_t index, Contents& c, int& tri
     if (e.process_local || e.less_specialised) continue;
     const CompiledKernel& ck = *e.kernel;
     if (ck.cubin().empty()) continue;  // served by an older target's PTX: not this target's
-    bundle::Entry out;
+    bundle::BundleEntry out;
     out.kernel = index;
     out.target = e.target;
     out.options = encode_options(interned_options_by_id(e.options)->options);

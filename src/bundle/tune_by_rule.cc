@@ -65,8 +65,8 @@ std::string dim_name(const KernelState& k, const KeyDim& d) {
 }
 
 // "n=100, MODE='neg'": the key arguments, with `values` for the integer ones.
-std::string key_text(const KernelState& k, const Frame& f, const std::vector<KeyDim>& dims,
-                     const std::vector<int64_t>& values) {
+std::string tuning_key_text(const KernelState& k, const Frame& f, const std::vector<KeyDim>& dims,
+                            const std::vector<int64_t>& values) {
   std::string s;
   for (size_t i = 0; i < dims.size(); ++i) {
     const KeyDim& d = dims[i];
@@ -93,7 +93,7 @@ std::string key_text(const KernelState& k, const Frame& f, const std::vector<Key
 
 // A recorded choice and the values of its key's integer dimensions.
 struct Candidate {
-  ChoiceRecord* rec = nullptr;
+  ChoiceDecision* rec = nullptr;
   std::vector<int64_t> values;  // per dimension (integer ones)
 };
 
@@ -129,7 +129,7 @@ std::unique_ptr<Choice> tune_by_rule(KernelState& k, const TuneLayer& t, const F
   if (layer == k.layers.size()) return nullptr;
   load_from_environment();
   const uint32_t target = current_target_code();
-  std::vector<ChoiceRecord> known;
+  std::vector<ChoiceDecision> known;
   TuningRule rule;
   std::string rule_bundle;
   bool have_rule = false;
@@ -154,7 +154,7 @@ std::unique_ptr<Choice> tune_by_rule(KernelState& k, const TuneLayer& t, const F
   if (!key_dims(t, f, key, dims, &tail)) return nullptr;
   std::vector<int64_t> asked(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) asked[i] = dims[i].value;
-  const std::string asked_text = key_text(k, f, dims, asked);
+  const std::string asked_text = tuning_key_text(k, f, dims, asked);
   const std::string rule_text = have_rule ? rule.str() : std::string("exact");
   const bool strict_now = strict();
   auto refuse_key = [&](const std::string& why) {
@@ -174,7 +174,7 @@ std::unique_ptr<Choice> tune_by_rule(KernelState& k, const TuneLayer& t, const F
   std::string closest_why;
   size_t closest = 0;
   std::set<std::vector<uint64_t>> seen;
-  for (ChoiceRecord& cr : known) {
+  for (ChoiceDecision& cr : known) {
     size_t depth = 0;
     const std::string why = mismatch(k, key, cr.key, dims, tail, &depth);
     if (!why.empty()) {
@@ -218,7 +218,7 @@ std::unique_ptr<Choice> tune_by_rule(KernelState& k, const TuneLayer& t, const F
   BundleNotice notice;
   notice.kernel = full_name(k);
   notice.asked = asked_text;
-  notice.served = key_text(k, f, dims, won.values);
+  notice.served = tuning_key_text(k, f, dims, won.values);
   notice.target = target_str(target);
   notice.entry_target = target_str(won.rec->target);
   notice.bundle = rule_bundle;

@@ -246,7 +246,7 @@ std::string describe_decisions(const Bundle& b) {
       os << "\n";
       for (const Decoded::Choices& ch : d.choices) {
         if (ch.kernel != i || ch.layer != li) continue;
-        for (const ChoiceRecord& cr : ch.records) {
+        for (const ChoiceDecision& cr : ch.records) {
           const Choice& choice = *cr.choice;
           os << "    " << target_text(cr.target) << " key " << choice.result.key << ": "
              << choice.result.best.str;

@@ -14,8 +14,8 @@
 #include "bundle/file_reader.h"
 #include "bundle/format.h"
 #include "bundle/tuning_rule.h"
+#include "core/kernel_source.h"
 #include "core/kernel_state.h"
-#include "core/source.h"
 #include "triton_embed/detail/export.h"
 
 namespace triton_embed::detail::bundle {
@@ -28,9 +28,9 @@ struct Decoded {
     uint32_t kernel = 0;
     size_t layer = 0;
     uint32_t target = 0;
-    std::vector<ChoiceRecord> records;
+    std::vector<ChoiceDecision> records;
   };
-  std::vector<std::vector<HeuristicRecord>> heuristics;  // one list per kernel
+  std::vector<std::vector<HeuristicDecision>> heuristics;  // one list per kernel
   std::vector<Choices> choices;
   struct Rule {
     uint32_t kernel = 0;

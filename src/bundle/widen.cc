@@ -22,8 +22,8 @@
 #include "core/arg_format.h"
 #include "core/cache_key.h"
 #include "core/jit_internal.h"
+#include "core/kernel_source.h"
 #include "core/key_values.h"
-#include "core/source.h"
 #include "core/specialize.h"
 #include "core/target.h"
 #include "triton_embed/bundle.h"
@@ -456,7 +456,7 @@ class Widen {
       remap[i] = static_cast<int64_t>(keep.kernels.size());
       keep.kernels.push_back(rec.kernels[i]);
     }
-    for (Entry& e : rec.entries) {
+    for (BundleEntry& e : rec.entries) {
       if (remap[e.kernel] < 0) continue;
       // What the bundle holds stays its own (a key compiled again may differ in its bytes).
       const std::string kernel = full(rec.kernels[e.kernel].module, rec.kernels[e.kernel].name);
@@ -475,7 +475,7 @@ class Widen {
     Contents out = merge({&in_, &added});
     out.producer.note = std::string(in_.producer().note);
     const ContentsView& c = in_.view();
-    for (const Entry& e : out.entries) {
+    for (const BundleEntry& e : out.entries) {
       const std::string kernel = full(out.kernels[e.kernel].module, out.kernels[e.kernel].name);
       if (have_.count(EntryId(kernel, e.target, e.options, e.key_words)) != 0) continue;
       WidenReport::Added a;

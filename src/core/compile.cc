@@ -1,5 +1,5 @@
 // The cache-miss path: each missing key is built once across threads (core/once.h) by the
-// first kernel source that holds it (core/source.h: a loaded bundle, else the JIT layer) and
+// first kernel source that holds it (core/kernel_source.h: a loaded bundle, else the JIT layer) and
 // published in the kernel's cache; a failed build is not cached.
 
 #include "core/compile.h"
@@ -10,8 +10,8 @@
 
 #include "base/errors.h"
 #include "core/arg_format.h"
+#include "core/kernel_source.h"
 #include "core/once.h"
-#include "core/source.h"
 #include "core/target.h"
 
 namespace triton_embed::detail {
@@ -85,7 +85,7 @@ class EntryBuild final : public OncePerKey::Build {
 
 }  // namespace
 
-Entry* compile_entry(KernelState& k, const InternedOptions& opts, const Key& key, uint64_t h,
+Entry* resolve_entry(KernelState& k, const InternedOptions& opts, const Key& key, uint64_t h,
                      const ArgValue* args, const LeafList& leaves) {
   EntryBuild build(k, opts, key, h, args, leaves);
   const uint64_t head = static_cast<uint64_t>(key.target) << 32 | key.options;

@@ -1,6 +1,6 @@
 #pragma once
 
-// The slow path: building a missing cache entry (through the kernel sources, core/source.h).
+// The slow path: building a missing cache entry (through the kernel sources, core/kernel_source.h).
 // Loading it into a context: core/module.h.
 
 #include "core/cache.h"
@@ -12,7 +12,7 @@ namespace triton_embed::detail {
 // The entry for `key`, compiled with Triton if needed. Threads that miss the same key wait
 // for one build; a failed build is not cached. Releases the GIL while waiting. When no source
 // holds it (a runtime-only program, no bundle entry): NotInBundleError.
-Entry* compile_entry(KernelState& kernel, const InternedOptions& options, const Key& key,
+Entry* resolve_entry(KernelState& kernel, const InternedOptions& options, const Key& key,
                      uint64_t hash, const ArgValue* args, const LeafList& leaves);
 
 }  // namespace triton_embed::detail

@@ -1,6 +1,6 @@
 #pragma once
 
-// The cache key's words (core/cache.h Key::w): how build_key and fast_key_and_pack write a
+// The cache key's words (core/cache.h Key::w): how build_key and key_and_pack write a
 // call's leaves (core/cache_key.cc, core/pack.cc, with KeyWriter and Run below), and how the
 // key is read back leaf by leaf: which bundle entries serve a call (match_key), the call an
 // entry was compiled for (core/key_values.h), and the bundle store's index of entries by what a
@@ -44,7 +44,7 @@ constexpr uint64_t run_code(LeafKind kind, DType t, SpecKey key, uint8_t is_cons
 static_assert(static_cast<int>(DType::fp64) < 32 && static_cast<int>(SpecKey::kOne) < 4,
               "run_code packs a dtype in 5 bits and a specialisation key in 2");
 
-// ---- writing: what build_key (core/cache_key.cc) and fast_key_and_pack (core/pack.cc) both
+// ---- writing: what build_key (core/cache_key.cc) and key_and_pack (core/pack.cc) both
 // write, inline for the launch path
 
 // Puts words into a key, refusing more than it holds; value() writes a constexpr leaf's value

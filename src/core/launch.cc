@@ -61,7 +61,7 @@ inline Entry* find_one_pass(KernelState& k, const InternedOptions* options, uint
                             const ArgValue* args, size_t nargs, Bound& b, uint64_t* slots,
                             uint32_t* np, DescSlots& descs) {
   b.args = with_defaults(k, args, nargs, b.buf);
-  if (TE_UNLIKELY(!fast_key_and_pack_first(k, b.args, k.specs.size(), b.key, slots, np, &descs)))
+  if (TE_UNLIKELY(!key_and_pack_first(k, b.args, k.specs.size(), b.key, slots, np, &descs)))
     return nullptr;
   b.key.target = target;
   b.key.options = options->id;
@@ -76,7 +76,7 @@ inline Entry* find_or_compile(KernelState& k, const InternedOptions* options, co
                               bool* hit = nullptr) {
   Entry* e = k.cache.table.find(b.key, b.hash);
   if (hit != nullptr) *hit = e != nullptr;
-  if (TE_UNLIKELY(e == nullptr)) e = compile_entry(k, *options, b.key, b.hash, b.args, b.leaves);
+  if (TE_UNLIKELY(e == nullptr)) e = resolve_entry(k, *options, b.key, b.hash, b.args, b.leaves);
   return e;
 }
 

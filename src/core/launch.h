@@ -38,7 +38,7 @@ struct Entry;
 // How the launch path found a call's entry.
 enum class Found : uint8_t {
   kHit,       // in the kernel's cache
-  kMiss,      // not in the cache: this call built it (compile_entry)
+  kMiss,      // not in the cache: this call built it (resolve_entry)
   kCallMemo,  // the memo of whole positional calls of a wrapped kernel resolved the call
 };
 

@@ -76,7 +76,7 @@ inline bool call_memo_key(const KernelState& inner, const CallPlan& plan, const 
                           uint64_t* slots, uint32_t* np, DescSlots& descs) {
   if (TE_UNLIKELY(call.npos > inner.specs.size())) return false;
   Key spec;
-  if (!fast_key_and_pack_first(inner, call.vals, call.npos, spec, slots, np, &descs)) return false;
+  if (!key_and_pack_first(inner, call.vals, call.npos, spec, slots, np, &descs)) return false;
   key.push(plan.epoch);
   key.push(static_cast<uint64_t>(call.npos) | static_cast<uint64_t>(target) << 32);
   key.push(options != nullptr ? options->id : ~uint64_t{0});
@@ -160,7 +160,7 @@ void remember_call(KernelState& k, const InternedOptions* options, const CallArg
   uint64_t islots[kMaxLeaves + 2];
   uint32_t inp = 0;
   DescSlots idescs;
-  if (!fast_key_and_pack(inner, f.vals, ik, islots, &inp, &idescs)) return;
+  if (!key_and_pack(inner, f.vals, ik, islots, &inp, &idescs)) return;
   if (inp != np || std::memcmp(islots, slots, np * sizeof(uint64_t)) != 0) return;
   if (idescs.n != descs.n) return;
   for (uint32_t i = 0; i < descs.n; ++i) {

@@ -250,7 +250,7 @@ struct CallMemo {
 // ---- slow paths ------------------------------------------------------------------------
 //
 // The misses of the layers' memos ask the kernel sources: eval_heuristic, tune,
-// pruned_choices and run_config_pre_hook (core/source.h, src/core/sources.cc).
+// pruned_choices and run_config_pre_hook (core/kernel_source.h, src/core/kernel_source.cc).
 
 // A descriptor argument whose block shape a config's pre_hook set (Python's pre-hooks assign
 // nargs["desc"].block_shape, as Triton's persistent matmul tutorial does).

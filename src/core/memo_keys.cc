@@ -164,7 +164,7 @@ bool replayable(const ArgValue& v) noexcept {
 
 }  // namespace
 
-void note_heuristic(Heuristic& h, const Frame& f, const ArgValue& value) {
+void record_heuristic(Heuristic& h, const Frame& f, const ArgValue& value) {
   if (!replayable(value)) return;
   std::lock_guard<std::mutex> lock(h.mu);
   const HeuristicPlan* plan = h.plan.load(std::memory_order_acquire);
@@ -186,8 +186,8 @@ void note_heuristic(Heuristic& h, const Frame& f, const ArgValue& value) {
   h.recorded.emplace(std::vector<uint64_t>(key.w, key.w + key.n), value);
 }
 
-void note_choice(TuneLayer& t, const Frame& f, const MemoKey& key, uint32_t target,
-                 const Choice* choice, uint64_t epoch) {
+void record_choice(TuneLayer& t, const Frame& f, const MemoKey& key, uint32_t target,
+                   const Choice* choice, uint64_t epoch) {
   if (target == 0 || key.overflow || choice == nullptr) return;
   for (int p : t.key_params) {
     if (p >= 0 && f.given[p] != kAbsent && !replayable(f.vals[p])) return;

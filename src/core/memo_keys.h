@@ -30,8 +30,8 @@ void tuning_key(const TuneLayer& t, const Frame& f, MemoKey& key);
 // TuneLayer::recorded): what eval_heuristic returned for the frame, and what tune chose for
 // `key` when tuning for `target` (0: unknown, not noted), unless the resolutions were
 // forgotten since `epoch` (core/registry.h).
-void note_heuristic(Heuristic& h, const Frame& f, const ArgValue& value);
-void note_choice(TuneLayer& t, const Frame& f, const MemoKey& key, uint32_t target,
-                 const Choice* choice, uint64_t epoch);
+void record_heuristic(Heuristic& h, const Frame& f, const ArgValue& value);
+void record_choice(TuneLayer& t, const Frame& f, const MemoKey& key, uint32_t target,
+                   const Choice* choice, uint64_t epoch);
 
 }  // namespace triton_embed::detail

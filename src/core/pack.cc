@@ -1,5 +1,5 @@
 // Packing a call's runtime values (core/pack.h): the one-pass key and pack that a cache hit
-// runs (fast_key_and_pack), and pack_leaf's patterns for the general path.
+// runs (key_and_pack), and pack_leaf's patterns for the general path.
 
 #include "core/pack.h"
 
@@ -42,13 +42,13 @@ uint32_t constexpr_words(const ArgValue& v) noexcept {
 
 }  // namespace
 
-bool fast_key_and_pack(const KernelState& kernel, const ArgValue* args, Key& key, uint64_t* slots,
-                       uint32_t* nslots, DescSlots* descs) {
-  return fast_key_and_pack_first(kernel, args, kernel.specs.size(), key, slots, nslots, descs);
+bool key_and_pack(const KernelState& kernel, const ArgValue* args, Key& key, uint64_t* slots,
+                  uint32_t* nslots, DescSlots* descs) {
+  return key_and_pack_first(kernel, args, kernel.specs.size(), key, slots, nslots, descs);
 }
 
-bool fast_key_and_pack_first(const KernelState& kernel, const ArgValue* args, size_t n, Key& key,
-                             uint64_t* slots, uint32_t* nslots, DescSlots* descs) {
+bool key_and_pack_first(const KernelState& kernel, const ArgValue* args, size_t n, Key& key,
+                        uint64_t* slots, uint32_t* nslots, DescSlots* descs) {
   if (descs != nullptr) descs->n = 0;
   const ParamSpec* specs = kernel.specs.data();
   uint64_t* w = key.w;

@@ -41,13 +41,12 @@ inline uint32_t insert_ones(const uint32_t* at, size_t nat, uint64_t* slots, uin
 // Host tensor descriptors (checked as the general path checks them) are taken when the
 // caller passes `descs`: they go there, to be packed once the entry is known
 // (expand_descriptors); without it a call with one returns false.
-TE_INTERNAL_API bool fast_key_and_pack(const KernelState& kernel, const ArgValue* args, Key& key,
-                                       uint64_t* slots, uint32_t* nslots,
-                                       DescSlots* descs = nullptr);
+TE_INTERNAL_API bool key_and_pack(const KernelState& kernel, const ArgValue* args, Key& key,
+                                  uint64_t* slots, uint32_t* nslots, DescSlots* descs = nullptr);
 // The same for the first n parameters only (a positional call of a wrapped kernel, before
 // its layers set the rest).
-bool fast_key_and_pack_first(const KernelState& kernel, const ArgValue* args, size_t n, Key& key,
-                             uint64_t* slots, uint32_t* nslots, DescSlots* descs = nullptr);
+bool key_and_pack_first(const KernelState& kernel, const ArgValue* args, size_t n, Key& key,
+                        uint64_t* slots, uint32_t* nslots, DescSlots* descs = nullptr);
 
 // The 64-bit pattern passed for a runtime (non-constexpr) leaf, as Triton's launcher
 // converts the Python value: integers sign- or zero-extended, fp16 rounded to nearest even,

@@ -8,8 +8,8 @@
 
 #include "base/errors.h"
 #include "core/arg_format.h"
+#include "core/kernel_source.h"
 #include "core/kernel_state.h"
-#include "core/source.h"
 #include "core/tensor_map.h"
 
 namespace triton_embed::detail {

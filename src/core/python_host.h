@@ -1,10 +1,10 @@
 #pragma once
 
 // The process's Python, as the runtime sees it. A program linked to the JIT layer has one (the
-// interpreter's owner, src/python/interpreter.cc, registers it when libtriton_embed.so is
+// interpreter's owner, src/python/cpython.cc, registers it when libtriton_embed.so is
 // loaded); a program linked to triton_embed::runtime only has none, and then initialize()
 // refuses Python settings, add_python_path() is a NotSupportedError, runtime_info() says there
-// is no JIT, and releasing the GIL does nothing. Kernel sources (core/source.h) answer for
+// is no JIT, and releasing the GIL does nothing. Kernel sources (core/kernel_source.h) answer for
 // kernels; the host answers for the interpreter.
 
 #include <string_view>

@@ -81,7 +81,7 @@ uint32_t pack_descriptor(const KernelState& kernel, uint32_t param, const Tensor
                          const TmaMeta& meta, int triton_version, uint64_t* slots, void** params,
                          TensorMapStorage* map);
 
-// A call's descriptors as the one-pass path meets them (fast_key_and_pack): each one's
+// A call's descriptors as the one-pass path meets them (key_and_pack): each one's
 // parameter, the descriptor, and the slot its packed values start at among the call's other
 // runtime values. Packing them needs the cache entry's TMA metadata, so it follows the lookup
 // (expand_descriptors).

@@ -10,7 +10,7 @@
 // The runtime reads the facts of the version that compiled an entry (Entry::triton_version,
 // recorded in bundles), so a bundle from one Triton launches as that Triton would. The JIT layer
 // hands the glue (glue/triton_facts.py) the facts of the installed Triton (python_facts() in
-// src/python/interpreter.cc).
+// src/python/cpython.cc).
 
 namespace triton_embed::detail::triton_versions {
 

@@ -9,10 +9,10 @@
 #include "base/errors.h"
 #include "core/arg_format.h"
 #include "core/bind.h"
+#include "core/kernel_source.h"
 #include "core/kernel_state.h"
 #include "core/memo_keys.h"
 #include "core/pre_hooks.h"
-#include "core/source.h"
 
 namespace triton_embed::detail {
 
@@ -84,7 +84,7 @@ const Choice* find_choice(KernelState& k, TuneLayer& t, const Frame& f, bool tun
     if (t.memo.find(key, h, v))
       return reinterpret_cast<const Choice*>(static_cast<uintptr_t>(v[0]));
   }
-  if (!tune_on_miss) return known_choice(k, t, key, h);
+  if (!tune_on_miss) return decided_choice(k, t, key, h);
   return tune(k, t, f, key, h);
 }
 

@@ -25,7 +25,7 @@
 #include "pyext/observers.h"
 #include "pyext/types.h"
 #include "python/handles.h"
-#include "python/jit_layer.h"
+#include "python/introspect.h"
 #include "torch/python_hooks.h"
 #include "triton_embed/error.h"
 
@@ -343,9 +343,9 @@ PyObject* launcher_call(PyObject* self, PyObject* const* args, size_t nargsf, Py
       observer.hooked = &observe_block;
       observer.ctx = &observed;
     }
-    torch_launch_from_python(fn, spec, c.vals, positional ? ncall : npos, names,
-                             positional ? 0 : nnamed, c.tensors, c.ntensors, objects,
-                             k->tuners != nullptr ? &observer : nullptr, c.place);
+    torch_launch_call(fn, spec, c.vals, positional ? ncall : npos, names, positional ? 0 : nnamed,
+                      c.tensors, c.ntensors, objects, k->tuners != nullptr ? &observer : nullptr,
+                      c.place);
   } catch (...) {
     // A call the library refuses (missing or repeated arguments, an unknown option, a value it
     // does not take) goes to Triton's launcher, which raises its own exception for it, or

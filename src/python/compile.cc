@@ -1,7 +1,7 @@
 // The JIT layer's side of a cache miss: compile with Triton and build the cache entry
 // (core/compile.cc compiles each key once across threads and publishes the entry).
 
-#include "core/compile.h"
+#include "python/compile.h"
 
 #include <algorithm>
 #include <memory>
@@ -9,13 +9,13 @@
 
 #include "base/errors.h"
 #include "core/arg_format.h"
+#include "core/compile.h"
 #include "core/compiled_kernel.h"
 #include "core/target.h"
 #include "core/triton_versions.h"
 #include "python/convert.h"
+#include "python/cpython.h"
 #include "python/handles.h"
-#include "python/interpreter.h"
-#include "python/jit_layer.h"
 
 namespace triton_embed::detail {
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "base/errors.h"
+#include "python/cpython.h"
 #include "python/handles.h"
-#include "python/interpreter.h"
 
 namespace triton_embed::detail::py {
 

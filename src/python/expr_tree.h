@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "expr/program.h"
-#include "python/interpreter.h"
+#include "python/cpython.h"
 
 namespace triton_embed::detail::py {
 

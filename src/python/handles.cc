@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "base/errors.h"
-#include "python/jit_layer.h"
 
 namespace triton_embed::detail {
 

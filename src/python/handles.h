@@ -39,3 +39,10 @@ void set_config(const Choice& c, PyObject* config);
 TE_INTERNAL_API PyObject* config(const Choice& c);
 
 }  // namespace triton_embed::detail::py
+
+namespace triton_embed::detail {
+
+// Drops every Python reference the JIT layer holds (GIL held; at interpreter shutdown).
+void release_python_objects();
+
+}  // namespace triton_embed::detail

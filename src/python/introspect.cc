@@ -1,5 +1,7 @@
 // Reading a kernel's parameters from its JITFunction, once per process.
 
+#include "python/introspect.h"
+
 #include <limits>
 #include <memory>
 #include <string>
@@ -10,8 +12,8 @@
 #include "core/kernel_state.h"
 #include "core/registry.h"
 #include "python/convert.h"
-#include "python/interpreter.h"
-#include "python/jit_layer.h"
+#include "python/cpython.h"
+#include "python/layers.h"
 
 namespace triton_embed::detail {
 

@@ -3,7 +3,7 @@
 // for warmup, config pre-hooks. Everything here holds the GIL while it touches Python and
 // never waits on one of our mutexes holding it.
 
-#include "core/layers.h"
+#include "python/layers.h"
 
 #include <algorithm>
 #include <atomic>
@@ -22,12 +22,12 @@
 #include "core/arg_format.h"
 #include "core/bind.h"
 #include "core/kernel_state.h"
+#include "core/layers.h"
 #include "cuda/driver.h"
 #include "cuda/scratch.h"
 #include "python/convert.h"
+#include "python/cpython.h"
 #include "python/expr_tree.h"
-#include "python/interpreter.h"
-#include "python/jit_layer.h"
 
 namespace triton_embed {
 

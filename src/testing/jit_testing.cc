@@ -4,8 +4,8 @@
 #include "core/bind.h"
 #include "core/specialize.h"
 #include "python/convert.h"
-#include "python/interpreter.h"
-#include "python/jit_layer.h"
+#include "python/cpython.h"
+#include "python/layers.h"
 #include "testing/testing.h"
 
 namespace triton_embed::detail::testing {

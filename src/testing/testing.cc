@@ -116,8 +116,8 @@ int fast_path_agrees(KernelState* kernel, const ArgValue* args, size_t nargs) {
   uint64_t fast_slots[kMaxLeaves + 2];
   uint32_t fast_n = 0;
   DescSlots fast_descs;
-  const bool took = fast_key_and_pack(k, with_defaults(k, args, nargs, fast_buf), fast_key,
-                                      fast_slots, &fast_n, &fast_descs);
+  const bool took = key_and_pack(k, with_defaults(k, args, nargs, fast_buf), fast_key, fast_slots,
+                                 &fast_n, &fast_descs);
   Keyed slow;
   build(k, args, nargs, slow);
   uint64_t slow_slots[kMaxLeaves + 2];

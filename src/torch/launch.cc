@@ -143,10 +143,10 @@ void throw_bad_scalar(const c10::Scalar& s) {
                   " has no Triton type; pass a bool, integer or floating-point scalar");
 }
 
-void torch_launch_from_python(const JitFunction& fn, const GridSpec& grid, ArgValue* args,
-                              size_t npos, const ArgName* names, size_t nnamed,
-                              const TensorRef* tensors, size_t ntensors, void* const* py_objects,
-                              const CallObserver* observer, TensorPlace place) {
+void torch_launch_call(const JitFunction& fn, const GridSpec& grid, ArgValue* args, size_t npos,
+                       const ArgName* names, size_t nnamed, const TensorRef* tensors,
+                       size_t ntensors, void* const* py_objects, const CallObserver* observer,
+                       TensorPlace place) {
   CallArgs call;
   call.vals = args;
   call.npos = static_cast<uint32_t>(npos);
@@ -185,8 +185,8 @@ void torch_launch_from_python(const JitFunction& fn, const GridSpec& grid, ArgVa
 
 void torch_launch(const JitFunction& fn, const GridSpec& grid, ArgValue* args, size_t npos,
                   const ArgName* names, size_t nnamed, const TensorRef* tensors, size_t ntensors) {
-  torch_launch_from_python(fn, grid, args, npos, names, nnamed, tensors, ntensors, nullptr, nullptr,
-                           TensorPlace{TensorPlace::kUnread});
+  torch_launch_call(fn, grid, args, npos, names, nnamed, tensors, ntensors, nullptr, nullptr,
+                    TensorPlace{TensorPlace::kUnread});
 }
 
 }  // namespace triton_embed::detail

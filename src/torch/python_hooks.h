@@ -75,10 +75,11 @@ struct TensorPlace {
 // kernel's layers sees as it is (TensorArgs::py_objects); `observer` (or null) is told what
 // the autotune layers did (CallArgs::observer); `place` is where the tensors are, when the
 // caller knows (else TensorPlace::kUnread).
-TRITON_EMBED_TORCH_API void torch_launch_from_python(
-    const JitFunction& fn, const GridSpec& grid, ArgValue* args, size_t npos, const ArgName* names,
-    size_t nnamed, const TensorRef* tensors, size_t ntensors, void* const* py_objects,
-    const CallObserver* observer, TensorPlace place);
+TRITON_EMBED_TORCH_API void torch_launch_call(const JitFunction& fn, const GridSpec& grid,
+                                              ArgValue* args, size_t npos, const ArgName* names,
+                                              size_t nnamed, const TensorRef* tensors,
+                                              size_t ntensors, void* const* py_objects,
+                                              const CallObserver* observer, TensorPlace place);
 
 // Registers the bridge (once, from its library's static initialiser; the table must live as
 // long as the process). A second, different table is an internal error.

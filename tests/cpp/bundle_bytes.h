@@ -130,7 +130,7 @@ inline tb::Contents sample() {
       {"pykernels.vector", "add_kernel", "a1b2c3", "", std::string("\x01\x02params\0", 9), ""});
   c.kernels.push_back({"pykernels.matmul", "matmul_kernel", "d4e5f6", "autotune", "P1",
                        std::string("L1\0\xff", 4)});
-  tb::Entry e0;
+  tb::BundleEntry e0;
   e0.kernel = 0;
   e0.target = kSm90;
   e0.options = "num_warps=4;num_stages=3";
@@ -156,7 +156,7 @@ inline tb::Contents sample() {
   e0.meta.ptx = "//\n.version 8.7\n.target sm_90a\n";
   c.entries.push_back(e0);
 
-  tb::Entry e1;
+  tb::BundleEntry e1;
   e1.kernel = 1;
   e1.target = kSm100;
   e1.options = "num_warps=8;num_stages=4;num_ctas=2";
@@ -201,7 +201,7 @@ inline tb::Contents sample() {
   e1.meta.cubin = pattern(3000, 2);
   c.entries.push_back(e1);
 
-  tb::Entry e2 = e0;
+  tb::BundleEntry e2 = e0;
   e2.kernel = 1;
   e2.target = kSm90Wave64;
   e2.options = "num_warps=2";
@@ -221,7 +221,7 @@ inline tb::Contents small() {
   tb::Contents c;
   c.producer = {"0.1.0", "3.8.0", ""};
   c.kernels.push_back({"m", "k", "h", "heuristics", "p", "l"});
-  tb::Entry e;
+  tb::BundleEntry e;
   e.target = kSm90;
   e.options = "num_warps=1";
   e.key_words = {42};
@@ -375,10 +375,10 @@ struct MergeInputs {
     cb.producer = {"0.1.0", "3.7.1", "b"};
     cb.kernels = {{"pykernels.softmax", "softmax_kernel", "0f0f", "heuristics", "", ""},
                   s.kernels[1]};
-    tb::Entry soft = s.entries[0];
+    tb::BundleEntry soft = s.entries[0];
     soft.kernel = 0;
     soft.meta.hash = "50f7";
-    tb::Entry mm = s.entries[1];
+    tb::BundleEntry mm = s.entries[1];
     mm.kernel = 1;
     cb.entries = {soft, mm, s.entries[2]};
     cb.entries[2].kernel = 1;

@@ -408,21 +408,22 @@ TEST(Bundle, MergeConflicts) {
             "record of kind 1 key [0x7] is also in bundle A, with a different payload" +
                 advice);
   // Each field of an entry (entry_fields: the metadata's, then the entry's own) is named.
-  const std::vector<std::pair<const char*, std::function<void(tb::Entry&)>>> fields = {
-      {"function name", [](tb::Entry& e) { e.meta.name += "2"; }},
-      {"signature", [](tb::Entry& e) { e.meta.signature += ",i32"; }},
-      {"num_warps", [](tb::Entry& e) { e.meta.num_warps *= 2; }},
-      {"num_stages", [](tb::Entry& e) { ++e.meta.num_stages; }},
-      {"shared memory size", [](tb::Entry& e) { e.meta.shared += 16; }},
-      {"num_kernel_params", [](tb::Entry& e) { ++e.meta.num_kernel_params; }},
-      {"global scratch", [](tb::Entry& e) { e.meta.global_scratch_align *= 2; }},
-      {"profile scratch", [](tb::Entry& e) { e.meta.profile_scratch_size += 8; }},
-      {"launch_cooperative_grid", [](tb::Entry& e) { e.meta.launch_cooperative_grid ^= true; }},
-      {"launch_pdl", [](tb::Entry& e) { e.meta.launch_pdl ^= true; }},
-      {"num_runtime_params", [](tb::Entry& e) { ++e.num_runtime_params; }},
-      {"Triton version", [](tb::Entry& e) { ++e.triton_version; }},
-      {"cluster dims", [](tb::Entry& e) { e.cluster_dims[2] = 7; }},
-      {"oversized_shared_mode", [](tb::Entry& e) { e.oversized_shared_mode ^= true; }},
+  const std::vector<std::pair<const char*, std::function<void(tb::BundleEntry&)>>> fields = {
+      {"function name", [](tb::BundleEntry& e) { e.meta.name += "2"; }},
+      {"signature", [](tb::BundleEntry& e) { e.meta.signature += ",i32"; }},
+      {"num_warps", [](tb::BundleEntry& e) { e.meta.num_warps *= 2; }},
+      {"num_stages", [](tb::BundleEntry& e) { ++e.meta.num_stages; }},
+      {"shared memory size", [](tb::BundleEntry& e) { e.meta.shared += 16; }},
+      {"num_kernel_params", [](tb::BundleEntry& e) { ++e.meta.num_kernel_params; }},
+      {"global scratch", [](tb::BundleEntry& e) { e.meta.global_scratch_align *= 2; }},
+      {"profile scratch", [](tb::BundleEntry& e) { e.meta.profile_scratch_size += 8; }},
+      {"launch_cooperative_grid",
+       [](tb::BundleEntry& e) { e.meta.launch_cooperative_grid ^= true; }},
+      {"launch_pdl", [](tb::BundleEntry& e) { e.meta.launch_pdl ^= true; }},
+      {"num_runtime_params", [](tb::BundleEntry& e) { ++e.num_runtime_params; }},
+      {"Triton version", [](tb::BundleEntry& e) { ++e.triton_version; }},
+      {"cluster dims", [](tb::BundleEntry& e) { e.cluster_dims[2] = 7; }},
+      {"oversized_shared_mode", [](tb::BundleEntry& e) { e.oversized_shared_mode ^= true; }},
   };
   for (const auto& [name, change] : fields) {
     other = s;

@@ -196,7 +196,7 @@ TEST_F(BundleJitRecord, RecordWritesWhatWasCompiled) {
   only80.records.clear();
   only80.entries.erase(
       std::remove_if(only80.entries.begin(), only80.entries.end(),
-                     [](const tb::Entry& e) { return e.target != (80u | 32u << 16); }),
+                     [](const tb::BundleEntry& e) { return e.target != (80u | 32u << 16); }),
       only80.entries.end());
   ASSERT_EQ(only80.entries.size(), 1u);
   tb::write_file(only80, te_bundle::dir() + "/ptx80.teb");

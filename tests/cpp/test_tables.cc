@@ -651,7 +651,7 @@ struct Owner {
   }
 };
 
-// One thread's build of one key, as compile_entry's EntryBuild does it: find looks in what
+// One thread's build of one key, as resolve_entry's EntryBuild does it: find looks in what
 // the owner published, make builds an int (or throws), publish owns and publishes it.
 class IntBuild final : public d::OncePerKey::Build {
  public:

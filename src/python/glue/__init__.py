@@ -1,4 +1,4 @@
-"""triton_embed's Python side, embedded in the C++ library: src/python/interpreter.cc runs this
+"""triton_embed's Python side, embedded in the C++ library: src/python/cpython.cc runs this
 package's modules from the library's copy of them, as the package _triton_embed_glue.
 
 The C++ code calls these functions with the GIL held, on start-up and on cache misses only.

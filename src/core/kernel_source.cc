@@ -1,7 +1,9 @@
-// The runtime's side of its kernel sources (core/source.h): the registered sources, and the
+// The runtime's side of its kernel sources (core/kernel_source.h): the registered sources, and the
 // slow paths that ask them in order and publish what they answer (the layers' memo tables,
 // recordings and tuned choices are written here only; cache entries in core/compile.cc), with
 // what a program linked to triton_embed::runtime only gets when no source answers.
+
+#include "core/kernel_source.h"
 
 #include <algorithm>
 #include <atomic>
@@ -17,7 +19,6 @@
 #include "core/once.h"
 #include "core/pre_hooks.h"
 #include "core/registry.h"
-#include "core/source.h"
 #include "core/target.h"
 #include "triton_embed/bundle.h"
 
@@ -99,7 +100,7 @@ bool memo_value(const HeuristicPlan* plan, const Frame& f, ArgValue& out) {
 // A result a source holds for a key (a bundle's): made the heuristic's plan when it has none
 // (a key made under another plan means something else, and is left out); kept for recording.
 // Nothing is kept when the resolutions were forgotten since `epoch` (core/registry.h).
-void publish_record(KernelState& k, HeuristicRecord& r, uint64_t epoch) {
+void publish_decision(KernelState& k, HeuristicDecision& r, uint64_t epoch) {
   Heuristic& h = *k.layers[r.layer]->heuristics[r.heuristic];
   std::lock_guard<std::mutex> lock(h.mu);
   if (!still_current(epoch)) return;
@@ -174,7 +175,7 @@ void publish_heuristic(KernelState& k, Heuristic& h, const Frame& f, const Heuri
 
 // A choice a source holds for a key (a bundle's), kept for recording (unless the resolutions
 // were forgotten since `epoch`). Caller holds t.mu.
-void publish_record(const KernelState& k, TuneLayer& t, ChoiceRecord& r, uint64_t epoch) {
+void publish_decision(const KernelState& k, TuneLayer& t, ChoiceDecision& r, uint64_t epoch) {
   if (!still_current(epoch)) return;
   finish_choice(k, *r.choice);
   std::vector<uint64_t> words{r.target};
@@ -287,20 +288,20 @@ ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
     HeuristicValue v;
     if (heuristic_expression_value(k, h, f, v, /*raise_faults=*/false)) {
       publish_heuristic(k, h, f, v, epoch);
-      note_heuristic(h, f, v.value);
+      record_heuristic(h, f, v.value);
       return v.value;
     }
   }
   const bool found = ask([&](KernelSource& s) {
-    std::vector<HeuristicRecord> known;
-    if (s.known_heuristics(k, epoch, known)) {
-      for (HeuristicRecord& r : known) publish_record(k, r, epoch);
+    std::vector<HeuristicDecision> known;
+    if (s.heuristic_decisions(k, epoch, known)) {
+      for (HeuristicDecision& r : known) publish_decision(k, r, epoch);
       if (memo_value(h.plan.load(std::memory_order_acquire), f, out)) return true;
     }
     HeuristicValue v;
     if (!s.eval_heuristic(k, h, f, v)) return false;
     publish_heuristic(k, h, f, v, epoch);
-    note_heuristic(h, f, v.value);
+    record_heuristic(h, f, v.value);
     out = v.value;
     return true;
   });
@@ -310,17 +311,17 @@ ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
   return out;
 }
 
-const Choice* known_choice(KernelState& k, TuneLayer& t, const MemoKey& key, uint64_t hash) {
+const Choice* decided_choice(KernelState& k, TuneLayer& t, const MemoKey& key, uint64_t hash) {
   if (key.overflow) return nullptr;
   const uint32_t target = current_target_code();
   const size_t layer = layer_index(k, t);
   const uint64_t epoch = resolved_epoch();
   const Choice* c = nullptr;
   ask([&](KernelSource& s) {
-    std::vector<ChoiceRecord> known;
-    if (!s.known_choices(k, layer, target, epoch, known)) return false;
+    std::vector<ChoiceDecision> known;
+    if (!s.choice_decisions(k, layer, target, epoch, known)) return false;
     std::lock_guard<std::mutex> lock(t.mu);
-    for (ChoiceRecord& r : known) publish_record(k, t, r, epoch);
+    for (ChoiceDecision& r : known) publish_decision(k, t, r, epoch);
     return (c = memo_choice(t, key, hash)) != nullptr;
   });
   return c;
@@ -330,12 +331,12 @@ const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& 
                    uint64_t hash) {
   const uint64_t epoch = resolved_epoch();
   // The choices the sources hold (bundles') first.
-  if (const Choice* c = known_choice(k, t, key, hash)) return c;
+  if (const Choice* c = decided_choice(k, t, key, hash)) return c;
   TuneBuild build(k, t, f, key, hash);
   const auto* c =
       static_cast<const Choice*>(t.tuning.get(t.mu, 0, key.w, key.n, hash, build, !key.overflow));
   // The target it was tuned for; a choice a tuning rule gave this key is not noted.
-  note_choice(t, f, key, c->by_rule ? 0 : current_target_code(), c, epoch);
+  record_choice(t, f, key, c->by_rule ? 0 : current_target_code(), c, epoch);
   return c;
 }
 

@@ -1,14 +1,15 @@
 // Running a kernel through Triton's interpreter: the host path for CPU tensors. It is for
 // correctness and debugging, not speed: every call enters Python.
 
+#include "python/triton_interpreter.h"
+
 #include "base/errors.h"
 #include "core/arg_format.h"
 #include "core/bind.h"
 #include "core/compile.h"
 #include "python/convert.h"
+#include "python/cpython.h"
 #include "python/handles.h"
-#include "python/interpreter.h"
-#include "python/jit_layer.h"
 
 namespace triton_embed::detail {
 

@@ -1,4 +1,4 @@
-#include "python/interpreter.h"
+#include "python/cpython.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -16,7 +16,7 @@
 #include "core/python_host.h"
 #include "core/registry.h"
 #include "core/triton_versions.h"
-#include "python/jit_layer.h"
+#include "python/handles.h"
 
 namespace triton_embed::detail {
 // The glue package's modules (src/python/glue/, in the generated glue_sources.cc): {name,

@@ -5,11 +5,12 @@
 // The runtime (src/core, src/cuda) owns every kernel's state: the caches, the layers' memo
 // tables, the recordings for bundles, and the once-per-key protocol (core/once.h). What it
 // lacks it asks its sources for, in order: the loaded bundles (bundle/bundle_source.cc), then the
-// JIT layer (src/python/source.cc) where libtriton_embed.so is linked. A source answers with
+// JIT layer (src/python/python_source.cc) where libtriton_embed.so is linked. A source answers with
 // plain data (a parameter table, an unpublished cache entry, a heuristic's value and what it
-// read, a tuned choice) and the runtime publishes it (src/core/sources.cc, src/core/compile.cc);
-// no source writes into the runtime's tables. A source keeps its own handles (Python objects)
-// keyed by the runtime's objects. Slow paths only: a cache or memo hit never reads a source.
+// read, a tuned choice) and the runtime publishes it (src/core/kernel_source.cc,
+// src/core/compile.cc); no source writes into the runtime's tables. A source keeps its own handles
+// (Python objects) keyed by the runtime's objects. Slow paths only: a cache or memo hit never reads
+// a source.
 //
 // Each member's default answers "not held here".
 
@@ -39,7 +40,7 @@ struct HeuristicValue {
 };
 
 // A heuristic result a source holds for a memo key (a bundle's recorded decisions).
-struct HeuristicRecord {
+struct HeuristicDecision {
   uint32_t layer = 0, heuristic = 0;  // of the kernel's layers, outermost first
   std::vector<Dep> deps;              // the plan the key was made under
   MemoKey key;
@@ -47,7 +48,7 @@ struct HeuristicRecord {
 };
 
 // A tuned choice a source holds for a tuning key (a bundle's recorded decisions).
-struct ChoiceRecord {
+struct ChoiceDecision {
   uint32_t target = 0;  // the target it was tuned for
   MemoKey key;
   std::unique_ptr<Choice> choice;
@@ -76,7 +77,8 @@ class KernelSource {
   // `out`); false when it holds none to look up (the runtime then asks eval_heuristic).
   // `epoch`: the resolutions' epoch the caller read (core/registry.h); when it has passed,
   // nothing is handed over (the caller would not keep it).
-  virtual bool known_heuristics(KernelState&, uint64_t /*epoch*/, std::vector<HeuristicRecord>&) {
+  virtual bool heuristic_decisions(KernelState&, uint64_t /*epoch*/,
+                                   std::vector<HeuristicDecision>&) {
     return false;
   }
   // Runs heuristic h on f; false when this source cannot.
@@ -85,9 +87,9 @@ class KernelSource {
   }
   // Tuned choices this source holds for autotune layer `layer` of k for `target` and has not
   // handed over yet (appended to `out`); false when it holds none to look up. `epoch`: as for
-  // known_heuristics.
-  virtual bool known_choices(KernelState&, size_t, uint32_t, uint64_t /*epoch*/,
-                             std::vector<ChoiceRecord>&) {
+  // heuristic_decisions.
+  virtual bool choice_decisions(KernelState&, size_t, uint32_t, uint64_t /*epoch*/,
+                                std::vector<ChoiceDecision>&) {
     return false;
   }
   // Tunes `key` (not yet published: once per key across threads); nullptr when it cannot.
@@ -128,7 +130,7 @@ TRITON_EMBED_API void register_source(SourceSlot slot, KernelSource* source);
 KernelSource* source(SourceSlot slot) noexcept;
 inline bool jit_linked() noexcept { return source(SourceSlot::kJit) != nullptr; }
 
-// ---- the slow paths that ask the sources (src/core/sources.cc) ----------------------------
+// ---- the slow paths that ask the sources (src/core/kernel_source.cc) ----------------------------
 //
 // Each publishes what a source answered; when none answers they raise NotInBundleError
 // (run_config_pre_hook: NotSupportedError). load_kernel and interpret are declared in jit.h.
@@ -145,7 +147,7 @@ bool heuristic_expression_value(KernelState& k, const Heuristic& h, const Frame&
                                 HeuristicValue& out, bool raise_faults);
 // The choice a source holds for `key` (a bundle's record), published; nullptr when none does
 // (nothing is tuned: what tuning_result() asks).
-const Choice* known_choice(KernelState& k, TuneLayer& t, const MemoKey& key, uint64_t hash);
+const Choice* decided_choice(KernelState& k, TuneLayer& t, const MemoKey& key, uint64_t hash);
 // The choice for the frame's tuning key (a source's recorded choice, or tuned once across
 // threads); memoised.
 const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key, uint64_t hash);

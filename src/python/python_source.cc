@@ -1,13 +1,15 @@
-// The JIT layer as the runtime's second kernel source (core/source.h), registered when
+// The JIT layer as the runtime's second kernel source (core/kernel_source.h), registered when
 // libtriton_embed.so is loaded: by the dynamic loader in a program linked to
 // triton_embed::triton_embed (its link interface keeps the library needed even when the
 // program calls only runtime symbols), or by the Python process that loads an extension
 // linked to it. Each member runs Python (src/python/*.cc) and answers with plain data; the
 // runtime publishes it.
 
-#include "core/source.h"
-
-#include "python/jit_layer.h"
+#include "core/kernel_source.h"
+#include "python/compile.h"
+#include "python/introspect.h"
+#include "python/layers.h"
+#include "python/triton_interpreter.h"
 
 namespace triton_embed::detail {
 

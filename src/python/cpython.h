@@ -12,6 +12,7 @@
 #include <pybind11/pybind11.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/internal_api.h"
@@ -70,5 +71,11 @@ int triton_minor();
 std::string format_exception(const pyb::error_already_set& e);
 // The exception's type name (GIL held).
 std::string exception_type(const pyb::error_already_set& e);
+
+// The Python side of initialize(), add_python_path() and runtime_info() (runtime.h), which
+// this file's PythonHost (core/python_host.h) calls.
+void initialize(const RuntimeOptions& options);
+void add_python_path(std::string_view dir);
+RuntimeInfo runtime_info();
 
 }  // namespace triton_embed::detail::py

@@ -1,0 +1,20 @@
+#pragma once
+
+// Compiling with Triton (src/python/compile.cc): Triton's compile path in this process (same
+// hash, same disk cache as Python), made into an unpublished cache entry.
+
+#include <cstdint>
+#include <memory>
+
+#include "core/cache.h"
+#include "core/kernel_state.h"
+#include "core/specialize.h"
+
+namespace triton_embed::detail {
+
+// Compiles with Triton and builds the (unpublished) entry for `key`.
+std::unique_ptr<Entry> python_build_entry(KernelState& k, const InternedOptions& opts,
+                                          const Key& key, uint64_t hash, const ArgValue* args,
+                                          const LeafList& leaves);
+
+}  // namespace triton_embed::detail
