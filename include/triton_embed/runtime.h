@@ -21,6 +21,7 @@
  *  \endcode
  */
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -99,5 +100,42 @@ TRITON_EMBED_API RuntimeInfo runtime_info();
 
 /*! \brief True when a CUDA driver and at least one device are usable (never throws). */
 TRITON_EMBED_API bool cuda_available() noexcept;
+
+/*! \brief How a program with the JIT layer computes a \c @triton.heuristics value that it has
+ *  not memoised yet (a heuristic runs once per distinct set of values it reads). */
+enum class HeuristicEvaluation : uint8_t {
+  /*! Every heuristic runs in Python (the default). */
+  kPython = 0,
+  /*! A heuristic the JIT translated into an expression (the forms the README's "Kernel
+   *  bundles" section lists; bundles keep the same expression) is evaluated in C++, with
+   *  Python's results, and Python is not called. A heuristic that did not translate runs in
+   *  Python, and so does a call the expression cannot compute (where Python raises, or a value
+   *  beyond what the evaluator models): Python then gives its own result or exception. Global
+   *  constants an expression reads are taken when the kernel is loaded. */
+  kExpressions = 1,
+};
+
+/*! \brief Chooses how heuristics are computed from now on (see HeuristicEvaluation); values
+ *  already memoised stay. \c TRITON_EMBED_HEURISTICS=expressions (or \c python) chooses the
+ *  same when this is not called; another value raises ValueError on the first heuristic that
+ *  runs. A program without the JIT layer always evaluates expressions (it has no Python).
+ *  \code
+ *  triton_embed::set_heuristic_evaluation(triton_embed::HeuristicEvaluation::kExpressions);
+ *  \endcode */
+TRITON_EMBED_API void set_heuristic_evaluation(HeuristicEvaluation how);
+
+/*! \brief Widens what this process records (write_bundle(), \c TRITON_EMBED_RECORD), as
+ *  \c triton-embed-bundle \c widen does: each entry is written with its twin compiled with
+ *  every runtime integer unspecialised (no "divisible by 16", not the constant 1), so that a
+ *  program without Python serves every value of those integers from the bundle. Off by
+ *  default; \c TRITON_EMBED_RECORD_WIDEN=1 turns it on too. The twins are compiled when the
+ *  bundle is written (by write_bundle(), or before the interpreter closes at exit), never on a
+ *  launch: one Triton compile per entry with an integer specialisation (Triton's disk cache
+ *  keeps them for the next run). While it compiles it sets the explicit target (set_target) to
+ *  each entry's: write a widened bundle when no other thread launches (at exit, that holds).
+ *  Needs the JIT layer: write_bundle() throws NotSupportedError without it, and what the
+ *  widening throws; at exit the recording is then written as it was recorded, saying why on
+ *  stderr. What it cannot add (and why) is said on stderr. */
+TRITON_EMBED_API void set_record_widening(bool on);
 
 }  // namespace triton_embed

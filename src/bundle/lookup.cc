@@ -22,6 +22,7 @@
 #include "core/compiled_kernel.h"
 #include "core/kernel_source.h"
 #include "core/key_values.h"
+#include "core/settings.h"
 #include "core/target.h"
 
 namespace triton_embed::detail::bundle {
@@ -40,25 +41,13 @@ std::string_view ptx_target(std::string_view ptx) {
 // TRITON_EMBED_BUNDLE_PTX=0): PTX for a plain sm_XY runs on any newer GPU; PTX for sm_XYa or
 // sm_XYf uses features of that architecture only.
 bool ptx_serves(std::string_view ptx) {
-  static const bool allowed = [] {
-    const char* env = std::getenv("TRITON_EMBED_BUNDLE_PTX");
-    return env == nullptr || (std::strcmp(env, "0") != 0 && std::strcmp(env, "off") != 0);
-  }();
+  const bool allowed = bundle_ptx_allowed();
   const std::string_view t = ptx_target(ptx);
   return allowed && t.size() > 3 && t.substr(0, 3) == "sm_" &&
          t.find_first_not_of("0123456789", 3) == std::string_view::npos;
 }
 
 }  // namespace
-
-bool strict() {
-  static const bool on = [] {
-    const char* env = std::getenv("TRITON_EMBED_BUNDLE_STRICT");
-    return env != nullptr && *env != '\0' && std::strcmp(env, "0") != 0 &&
-           std::strcmp(env, "off") != 0;
-  }();
-  return on;
-}
 
 namespace {
 
@@ -189,7 +178,7 @@ std::unique_ptr<detail::Entry> bundled_entry(const KernelState& k, const Interne
     if (older != nullptr) {
       best.ev = older;
       best.b = older_bundle;
-    } else if (!jit_linked() && !strict()) {
+    } else if (!jit_linked() && !bundle_strict()) {
       // No exact entry: a less specialised one (with the JIT layer, Triton compiles the exact
       // specialisation instead, as Python does).
       const uint64_t serving = serving_class(key.w, key.n);

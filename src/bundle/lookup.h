@@ -25,10 +25,6 @@ std::unique_ptr<detail::Entry> bundled_entry(const KernelState& k, const Interne
 std::string nearest(const KernelState& k, const InternedOptions& options, const Key& key,
                     const LeafList& leaves);
 
-// Whether only an exact entry may serve a call (TRITON_EMBED_BUNDLE_STRICT=1): no less
-// specialised one.
-bool strict();
-
 // Reports what served a key in place of its own entry: to the callback, else on stderr. Called
 // once per key (the build of a missing key), with no lock held.
 void notify(const BundleNotice& n);

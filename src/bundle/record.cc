@@ -22,6 +22,7 @@
 #include "core/arg_format.h"
 #include "core/compiled_kernel.h"
 #include "core/registry.h"
+#include "core/settings.h"
 #include "triton_embed/bundle.h"
 
 namespace triton_embed::detail::bundle {
@@ -227,7 +228,7 @@ namespace triton_embed {
 
 void write_bundle(const std::string& path) {
   namespace b = detail::bundle;
-  b::write_file(b::record_widening() ? b::widen_recording(b::record()) : b::record(), path);
+  b::write_file(detail::record_widening() ? b::widen_recording(b::record()) : b::record(), path);
 }
 
 }  // namespace triton_embed

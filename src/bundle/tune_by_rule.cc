@@ -16,6 +16,7 @@
 #include "bundle/tuning_rule.h"
 #include "core/arg_format.h"
 #include "core/memo_keys.h"
+#include "core/settings.h"
 #include "core/target.h"
 #include "triton_embed/bundle.h"
 
@@ -32,7 +33,7 @@ struct KeyDim {
   int64_t value = 0;
 };
 
-// The key arguments of the call's tuning key `key` (core/layers.cc's tuning_key: the options
+// The key arguments of the call's tuning key `key` (core/memo_keys.cc's tuning_key: the options
 // id, each key argument's value, then the dtypes); false when the key cannot be split.
 bool key_dims(const TuneLayer& t, const Frame& f, const MemoKey& key, std::vector<KeyDim>& dims,
               size_t* tail) {
@@ -156,7 +157,7 @@ std::unique_ptr<Choice> tune_by_rule(KernelState& k, const TuneLayer& t, const F
   for (size_t i = 0; i < dims.size(); ++i) asked[i] = dims[i].value;
   const std::string asked_text = tuning_key_text(k, f, dims, asked);
   const std::string rule_text = have_rule ? rule.str() : std::string("exact");
-  const bool strict_now = strict();
+  const bool strict_now = bundle_strict();
   auto refuse_key = [&](const std::string& why) {
     TE_THROW(NotInBundleError)
         << full_name(k) << ": no kernel bundle holds the tuned configuration for tuning key "

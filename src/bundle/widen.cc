@@ -556,26 +556,10 @@ class Widen {
   std::set<std::string> said_;
 };
 
-std::mutex& widening_mu() {
-  static std::mutex* mu = new std::mutex();  // never destroyed: used at exit
-  return *mu;
-}
-std::optional<bool> g_widening;  // set_record_widening's, else the environment's
-
 }  // namespace
 
 Contents widen(const Bundle& in, const WidenOptions& options, WidenReport* report) {
   return Widen(in, options, *report).run();
-}
-
-bool record_widening() {
-  std::lock_guard<std::mutex> lock(widening_mu());
-  if (!g_widening) {
-    const char* env = std::getenv("TRITON_EMBED_RECORD_WIDEN");
-    g_widening = env != nullptr && *env != '\0' && std::strcmp(env, "0") != 0 &&
-                 std::strcmp(env, "off") != 0;
-  }
-  return *g_widening;
 }
 
 Contents widen_recording(const Contents& recorded) {
@@ -595,12 +579,3 @@ Contents widen_recording(const Contents& recorded) {
 }
 
 }  // namespace triton_embed::detail::bundle
-
-namespace triton_embed {
-
-void set_record_widening(bool on) {
-  std::lock_guard<std::mutex> lock(detail::bundle::widening_mu());
-  detail::bundle::g_widening = on;
-}
-
-}  // namespace triton_embed

@@ -74,7 +74,4 @@ TE_INTERNAL_API Contents widen(const Bundle& in, const WidenOptions& options, Wi
 // on a launch.
 Contents widen_recording(const Contents& recorded);
 
-// Whether this process asked for its recordings to be widened.
-bool record_widening();
-
 }  // namespace triton_embed::detail::bundle

@@ -19,8 +19,8 @@
 #include "core/once.h"
 #include "core/pre_hooks.h"
 #include "core/registry.h"
+#include "core/settings.h"
 #include "core/target.h"
-#include "triton_embed/bundle.h"
 
 namespace triton_embed::detail {
 
@@ -38,33 +38,6 @@ constexpr const char* kLinkTheJit =
 [[noreturn]] void throw_needs_jit(const KernelState& k, const char* what) {
   TE_THROW(NotInBundleError) << full_name(k) << ": " << what << " is in no kernel bundle; "
                              << kLinkTheJit;
-}
-
-// How a program with the JIT layer computes heuristic values (set_heuristic_evaluation(), else
-// TRITON_EMBED_HEURISTICS, read on the first heuristic miss): kUnset until either says.
-constexpr int kUnset = -1;
-std::atomic<int> g_heuristic_evaluation{kUnset};
-std::once_flag g_heuristic_env_once;
-
-HeuristicEvaluation heuristic_evaluation() {
-  int how = g_heuristic_evaluation.load(std::memory_order_acquire);
-  if (how != kUnset) return static_cast<HeuristicEvaluation>(how);
-  std::call_once(g_heuristic_env_once, [] {
-    const char* env = std::getenv("TRITON_EMBED_HEURISTICS");
-    int from_env = static_cast<int>(HeuristicEvaluation::kPython);
-    if (env != nullptr && *env != '\0') {
-      const std::string v(env);
-      TE_CHECK(v == "python" || v == "expressions", ValueError)
-          << "TRITON_EMBED_HEURISTICS='" << v
-          << "': expected 'python' (run each @triton.heuristics function in Python, the "
-          << "default) or 'expressions' (evaluate the heuristics translated into expressions "
-          << "in C++, and run only the others in Python)";
-      if (v == "expressions") from_env = static_cast<int>(HeuristicEvaluation::kExpressions);
-    }
-    int expected = kUnset;  // set_heuristic_evaluation() wins over the environment
-    g_heuristic_evaluation.compare_exchange_strong(expected, from_env, std::memory_order_acq_rel);
-  });
-  return static_cast<HeuristicEvaluation>(g_heuristic_evaluation.load(std::memory_order_acquire));
 }
 
 // Calls f(source) for each registered source in order until it returns true.
@@ -389,15 +362,3 @@ void interpret(KernelState* kernel, const GridSpec& grid, const ArgValue* args, 
 }
 
 }  // namespace triton_embed::detail
-
-namespace triton_embed {
-
-void set_heuristic_evaluation(HeuristicEvaluation how) {
-  TE_CHECK(how == HeuristicEvaluation::kPython || how == HeuristicEvaluation::kExpressions,
-           ValueError)
-      << "set_heuristic_evaluation: " << static_cast<int>(how)
-      << " is not a HeuristicEvaluation (kPython or kExpressions)";
-  detail::g_heuristic_evaluation.store(static_cast<int>(how), std::memory_order_release);
-}
-
-}  // namespace triton_embed

@@ -13,6 +13,7 @@
 #include "base/errors.h"
 #include "core/arg_format.h"
 #include "core/bind.h"
+#include "core/call_hooks.h"
 #include "core/kernel_state.h"
 #include "core/pack.h"
 #include "core/pre_hooks.h"
@@ -258,7 +259,9 @@ void launch_call_at(KernelState* kernel, const InternedOptions* options, const L
     const CallTail* tail = nullptr;
     DescSlots descs;
     if (Entry* e = find_memoised(*kernel, options, call, target, slots, &np, &tail, descs)) {
-      if (TE_UNLIKELY(call.observer != nullptr)) tell_memoised(*call.observer, *tail);
+      if (TE_UNLIKELY(call.hooks != nullptr) && call.hooks->observer != nullptr) {
+        tell_memoised(*call.hooks->observer, *tail);
+      }
       KernelState& inner = inner_of(kernel);
       ArgValue all[kMaxArgs];
       const ArgValue* meta_args = nullptr;

@@ -8,6 +8,7 @@
 
 #include "base/errors.h"
 #include "core/arg_format.h"
+#include "core/call_hooks.h"
 #include "core/kernel_source.h"
 #include "core/kernel_state.h"
 #include "core/tensor_map.h"
@@ -115,9 +116,9 @@ bool apply_hook_expression(Walk& w, HookedHold& hold, const KernelState& k, cons
     for (uint32_t i = 0; i < r.num_zeroed; ++i) {
       const uint16_t p = r.zeroed[i];
       const int16_t ci = f.call_index[p];
-      const CallArgs* call = f.call;
-      if (f.given[p] != kAbsent && ci >= 0 && call->zero_arg != nullptr &&
-          call->zero_arg(call->ctx, static_cast<uint32_t>(ci))) {
+      const CallHooks* hooks = f.call->hooks;
+      if (f.given[p] != kAbsent && ci >= 0 && hooks != nullptr && hooks->zero_arg != nullptr &&
+          hooks->zero_arg(hooks->ctx, static_cast<uint32_t>(ci))) {
         continue;
       }
       if (jit) return false;  // zeroing twice is what the hook does once

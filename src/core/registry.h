@@ -2,7 +2,7 @@
 
 // All KernelStates of the process, keyed by (module, kernel). They live until the process
 // ends (handles and cache entries point at them); the JIT layer drops their Python references
-// when the interpreter shuts down (python/jit_layer.h).
+// when the interpreter shuts down (python/handles.h).
 
 #include <functional>
 #include <string>

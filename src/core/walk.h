@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/call_hooks.h"
 #include "core/layers.h"
 #include "core/memo.h"
 #include "expr/eval.h"
@@ -44,7 +45,9 @@ struct Walk {
 
 // The call's observer, when the frame is a launch whose call has one.
 inline const CallObserver* observer_of(const Frame& f) noexcept {
-  return f.mode == FrameMode::kLaunch && f.call != nullptr ? f.call->observer : nullptr;
+  return f.mode == FrameMode::kLaunch && f.call != nullptr && f.call->hooks != nullptr
+             ? f.call->hooks->observer
+             : nullptr;
 }
 
 // Applies layers li.. of w.outer to frame f, then what f.mode asks of the inner kernel.

@@ -15,6 +15,7 @@
 #include <new>
 #include <string>
 
+#include "core/call_hooks.h"
 #include "core/jit_internal.h"
 #include "core/kernel_state.h"
 #include "pyext/convert.h"

@@ -40,7 +40,7 @@ void free_grid_program(PyObject* capsule) {
 // program stays valid while the process runs. Guarded by the GIL.
 PyObject* g_grid_cache = nullptr;
 
-// What g_grid_cache keeps for grid function g of kernel k: a capsule, or None where glue.py
+// What g_grid_cache keeps for grid function g of kernel k: a capsule, or None where the glue
 // cannot translate it. An interrupt or a failed allocation while translating is raised.
 pyb::object translate_grid(const FastKernel* k, PyObject* g) {
   auto program = std::make_unique<py::GridProgram>();

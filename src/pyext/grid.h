@@ -1,9 +1,9 @@
 #pragma once
 
 // A launch's grid: a tuple or list (grid_from), or a grid callable, whose program (a Python
-// function glue.py translates) gives the grid without calling it (call_grid, grid.cc). What a
-// call runs to find the program is inline here (grid_program_of), for the launch path's
-// translation unit.
+// function the glue translates (glue/grid_translation.py)) gives the grid without calling it
+// (call_grid, grid.cc). What a call runs to find the program is inline here (grid_program_of), for
+// the launch path's translation unit.
 
 #include <Python.h>
 #include <pybind11/pybind11.h>
@@ -56,11 +56,11 @@ Grid call_grid(const void* ctx, const Meta& meta);
 extern PyObject* g_grid_cache;
 constexpr Py_ssize_t kMaxGridCodes = 4096;
 
-// What g_grid_cache keeps for grid function g of kernel k: a capsule, or None where glue.py
+// What g_grid_cache keeps for grid function g of kernel k: a capsule, or None where the glue
 // cannot translate it. An interrupt or a failed allocation while translating is raised.
 pyb::object translate_grid(const FastKernel* k, PyObject* g);
 
-// The program of grid callable g (a Python function whose source glue.py translates), or null
+// The program of grid callable g (a Python function whose source the glue translates), or null
 // (the function is then called at each launch): translated once per code object and kernel
 // parameters, for up to kMaxGridCodes of them.
 inline const py::GridProgram* grid_program_of(FastKernel* k, PyObject* g) {

@@ -86,7 +86,8 @@ uint32_t add(pyb::handle t, std::vector<Node>& out, int depth) {
     for (const OpName& o : kOps) {
       if (kind == o.name) found = &o;
     }
-    TE_ICHECK(found != nullptr) << "glue.py's expression tree has an unknown node '" << kind << "'";
+    TE_ICHECK(found != nullptr) << "the glue's expression tree has an unknown node '" << kind
+                                << "'";
     n.op = found->op;
     const size_t nk = tup.size() - 1;
     TE_ICHECK(nk >= 1 && nk <= 3) << "expression node '" << kind << "' with " << nk << " operands";

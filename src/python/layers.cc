@@ -21,6 +21,7 @@
 #include "base/errors.h"
 #include "core/arg_format.h"
 #include "core/bind.h"
+#include "core/call_hooks.h"
 #include "core/kernel_state.h"
 #include "core/layers.h"
 #include "cuda/driver.h"
@@ -73,8 +74,9 @@ int find_param_by_name(const KernelState& k, const std::string& name) {
 pyb::object arg_object(const KernelState& k, const Frame& f, uint32_t p) {
   const ArgValue& v = f.vals[p];
   const int ci = f.call_index[p];
-  if (ci >= 0 && f.call != nullptr && f.call->py_arg != nullptr) {
-    if (void* o = f.call->py_arg(f.call->ctx, static_cast<uint32_t>(ci))) {
+  const CallHooks* hooks = f.call != nullptr ? f.call->hooks : nullptr;
+  if (ci >= 0 && hooks != nullptr && hooks->py_arg != nullptr) {
+    if (void* o = hooks->py_arg(hooks->ctx, static_cast<uint32_t>(ci))) {
       return pyb::reinterpret_steal<pyb::object>(static_cast<PyObject*>(o));
     }
     if (PyErr_Occurred()) throw pyb::error_already_set();

@@ -14,6 +14,7 @@
 
 #include "core/cache.h"
 #include "core/cache_key.h"
+#include "core/call_hooks.h"
 #include "core/jit_internal.h"
 #include "core/launch.h"
 #include "core/launch_call.h"
@@ -127,13 +128,15 @@ int dry_run(const JitFunction& fn, uint64_t* slots_out, const Args&... args) {
   }
 }
 
-/*! dry_run with \p observer on the call (CallArgs::observer: what the Python fast path passes). */
+/*! dry_run with \p observer on the call (CallHooks::observer: what the Python fast path passes). */
 template <class... Args>
 int dry_run_observed(const JitFunction& fn, const CallObserver& observer, uint64_t* slots_out,
                      const Args&... args) {
   CallStorage<Args...> s(args...);
   CallArgs call = s.call();
-  call.observer = &observer;
+  CallHooks hooks;
+  hooks.observer = &observer;
+  call.hooks = &hooks;
   launch_call_at(state(fn), interned_options(fn), dry_run_site(slots_out), call);
   return dry_run_result();
 }

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "base/errors.h"
+#include "core/call_hooks.h"
 #include "torch/python_hooks.h"
 #include "triton_embed/torch.h"
 
@@ -57,7 +58,7 @@ std::string where(const JitFunction& fn, const CallArgs& call, uint32_t arg) {
                    "; all tensors of a launch must be on one device");
 }
 
-// CallArgs::py_arg of every torch launch (a constant, so a launch reads nothing more for it):
+// CallHooks::py_arg of every torch launch (a constant, so a launch reads nothing more for it):
 // the bridge's, when it is loaded. The JIT layer calls it only where Python looks at an
 // argument (a heuristic, a tuning run, a hook); without the bridge that Python would see a raw
 // pointer where Python Triton gives it a tensor, so it is refused.
@@ -75,7 +76,7 @@ void* tensor_arg(const void* ctx, uint32_t index) {
       << "triton_embed before loading libtriton_embed_ops.so)";
 }
 
-// CallArgs::zero_arg of every torch launch: nargs[name].zero_() of a config pre-hook the
+// CallHooks::zero_arg of every torch launch: nargs[name].zero_() of a config pre-hook the
 // runtime applies, on torch's current stream (the launch's), as the hook in Python does.
 bool zero_tensor_arg(const void* ctx, uint32_t index) {
   const auto* t = static_cast<const TensorArgs*>(ctx);
@@ -153,10 +154,12 @@ void torch_launch_call(const JitFunction& fn, const GridSpec& grid, ArgValue* ar
   call.nnamed = static_cast<uint32_t>(nnamed);
   call.names = names;
   const TensorArgs targs{tensors, ntensors, &fn, py_objects};
-  call.py_arg = &tensor_arg;
-  call.zero_arg = &zero_tensor_arg;
-  call.ctx = &targs;
-  call.observer = observer;
+  CallHooks hooks;
+  hooks.py_arg = &tensor_arg;
+  hooks.zero_arg = &zero_tensor_arg;
+  hooks.ctx = &targs;
+  hooks.observer = observer;
+  call.hooks = &hooks;
   if (place.device == TensorPlace::kUnread) place = check_tensors(fn, call, tensors, ntensors);
   if (place.device == TensorPlace::kHost) {
     const TorchPythonHooks* const python = g_python.load(std::memory_order_acquire);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/call_hooks.h"
 #include "torch/python_hooks.h"
 #include "triton_embed/torch.h"
 
@@ -119,7 +120,7 @@ void substitute_objects(ArgValue& v, PyObject* o) {
   }
 }
 
-// CallArgs::py_arg for tensor arguments: the tensor itself (GIL held), so heuristics, hooks,
+// CallHooks::py_arg for tensor arguments: the tensor itself (GIL held), so heuristics, hooks,
 // reset_to_zero and restore_value see what Python Triton would give them.
 void* tensor_arg(const void* ctx, uint32_t index) {
   const auto* t = static_cast<const TensorArgs*>(ctx);
@@ -146,7 +147,7 @@ void interpret_on_host(const JitFunction& fn, const GridSpec& grid, ArgValue* ar
   initialize();  // starts or joins the interpreter
   pyb::gil_scoped_acquire gil;
   std::vector<pyb::object> objs;
-  const auto* targs = static_cast<const TensorArgs*>(call.ctx);
+  const auto* targs = static_cast<const TensorArgs*>(call.hooks->ctx);
   if (targs != nullptr && targs->py_objects != nullptr) {
     // A launch from Python: the interpreter gets the call's own objects (tensors, descriptors).
     for (size_t i = 0; i < nargs; ++i) {

@@ -15,12 +15,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/call_hooks.h"
 #include "core/jit_internal.h"
 #include "triton_embed/torch.h"
 
 namespace triton_embed::detail {
 
-// CallArgs::ctx of a torch launch: the call's tensors (TensorRef::arg is the index of the
+// CallHooks::ctx of a torch launch: the call's tensors (TensorRef::arg is the index of the
 // top-level argument).
 struct TensorArgs {
   const TensorRef* tensors;
@@ -33,7 +34,7 @@ struct TensorArgs {
 
 // What the bridge provides. Every member is set.
 struct TorchPythonHooks {
-  // CallArgs::py_arg of every torch launch (ctx: a TensorArgs): a new reference to the call's
+  // CallHooks::py_arg of every torch launch (ctx: a TensorArgs): a new reference to the call's
   // own object (a launch from Python), else to a Python tensor sharing the tensor argument's
   // memory, or nullptr (with a Python error set when making it failed; without one for an
   // argument that is not a tensor). GIL held.
@@ -73,7 +74,7 @@ struct TensorPlace {
 // torch_launch for a launch from Python (triton_embed.jit, src/pyext/fast_kernel.cc):
 // py_objects[i] is the PyObject* of the call's argument i, which the Python code of the
 // kernel's layers sees as it is (TensorArgs::py_objects); `observer` (or null) is told what
-// the autotune layers did (CallArgs::observer); `place` is where the tensors are, when the
+// the autotune layers did (CallHooks::observer); `place` is where the tensors are, when the
 // caller knows (else TensorPlace::kUnread).
 TRITON_EMBED_TORCH_API void torch_launch_call(const JitFunction& fn, const GridSpec& grid,
                                               ArgValue* args, size_t npos, const ArgName* names,

@@ -26,30 +26,10 @@ struct ArgTraits<NamedArg<T>> {
 
 namespace detail {
 
-/*! Makes a Python object (a new reference, as void*) for argument \p index of the call, or
- *  returns nullptr to let the library convert the ArgValue. Layers set it (the torch layer
- *  hands over the tensors themselves); it is called with the GIL held, on slow paths only
- *  (heuristics and tuning misses). */
-using PyArgFn = void* (*)(const void* ctx, uint32_t index);
-
-/*! Zeroes the tensor behind argument \p index of the call, in stream order before the launch
- *  (what a config pre-hook's \c nargs[name].zero_() does when the runtime applies the hook);
- *  returns false when that argument is no tensor it knows. Layers set it (the torch layer). */
-using ZeroArgFn = bool (*)(const void* ctx, uint32_t index);
-
-/*! Told, on the launching thread before the launch, what a launch's autotune layers did that
- *  Triton's \c Autotuner.run leaves on the caller's objects: \c chose, the choice layer
- *  \p layer (an index into the kernel's layers) ran (the runtime's record of it, opaque here);
- *  \c hooked, the block shape a config's pre_hook that the runtime applies set on descriptor
- *  parameter \p param, as a tuple where the hook assigns one (a hook Python runs sees the
- *  caller's objects itself). The torch layer's
- *  Python fast path sets it; a launch from C++ leaves it null. */
-struct CallObserver {
-  void (*chose)(void* ctx, uint32_t layer, const void* choice) = nullptr;
-  void (*hooked)(void* ctx, uint32_t param, const int64_t* block, uint32_t rank,
-                 bool tuple) = nullptr;
-  void* ctx = nullptr;
-};
+/*! What a layer above the core attaches to a call (the torch layer: the tensors themselves for
+ *  Python, zeroing a tensor, an observer of the autotune layers). Opaque here: declared in the
+ *  library's private headers; a launch from C++ leaves it null. */
+struct CallHooks;
 
 /*! The call as compiled code sees it: \c vals holds \c npos positional values followed by
  *  \c nnamed named ones, whose names are \c names[0..nnamed). */
@@ -58,10 +38,7 @@ struct CallArgs {
   uint32_t npos = 0;
   uint32_t nnamed = 0;
   const ArgName* names = nullptr;
-  PyArgFn py_arg = nullptr;
-  ZeroArgFn zero_arg = nullptr;
-  const void* ctx = nullptr;  //!< what py_arg and zero_arg are given
-  const CallObserver* observer = nullptr;
+  const CallHooks* hooks = nullptr;
 };
 
 template <class A>

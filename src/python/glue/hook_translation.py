@@ -1,4 +1,4 @@
-"""A config's pre_hook as the actions the runtime applies (src/core/expr.h's Hook)."""
+"""A config's pre_hook as the actions the runtime applies (src/expr/program.h's Hook)."""
 
 from .translation import NotTranslatable, _function_node, _Translator
 
@@ -258,7 +258,7 @@ class _HookTranslator(_Translator):
 def pre_hook_actions(fn, params):
     """A config's pre_hook as a list of ("block_shape", parameter, [dimension trees], guard) (or
     "block_shape_tuple", where the hook assigns a tuple) and ("zero", parameter, [], guard) the
-    runtime applies (core/expr.h's Hook); guard is None for an action the hook always makes,
+    runtime applies (expr/program.h's Hook); guard is None for an action the hook always makes,
     else the tree that says when it makes it. Raises NotTranslatable naming the construct it
     cannot translate."""
     if not hasattr(fn, "__code__"):

@@ -1,4 +1,4 @@
-"""Heuristics as expressions the runtime evaluates (src/core/expr.h): a function's source
+"""Heuristics as expressions the runtime evaluates (src/expr/eval.h): a function's source
 node, and the translator of a heuristic into a tree of tuples (heuristic_expression), which
 hook_translation and grid_translation extend."""
 
@@ -416,7 +416,7 @@ class _Translator:
 
 def heuristic_expression(fn, params):
     """The heuristic fn (a lambda or a function of one argument, `args`) as a tree of tuples
-    the runtime turns into an expression program (src/python/expr.cc, src/core/expr.h):
+    the runtime turns into an expression program (src/python/expr_tree.cc, src/expr/program.h):
     ("int", 3), ("arg", parameter index), ("add", a, b), ... Names other than args and
     builtins are read now (a global or closure constant is frozen at its current value).
     Raises NotTranslatable naming the construct it cannot translate."""
