@@ -93,7 +93,7 @@ TEST(BundleEnumCodes, NumbersArePinned) {
                           {LeafKind::kTensorDesc, 5}});
   expect_codes<SpecKey>(
       {{SpecKey::kNone, 0}, {SpecKey::kEmpty, 1}, {SpecKey::kDiv16, 2}, {SpecKey::kOne, 3}});
-  // Expression programs (heuristics' expressions, pre_hooks: core/expr.cc).
+  // Expression programs (heuristics' expressions, pre_hooks: expr/program.h).
   using Op = te::detail::expr::Op;
   expect_codes<Op>({{Op::kNone, 0},
                     {Op::kBool, 1},
@@ -258,7 +258,7 @@ TEST(BundleEnumCodes, CacheKeyWordsArePinned) {
   EXPECT_EQ(std::vector<uint64_t>(key.w, key.w + key.n), want);
 }
 
-// A heuristic record's key words end with the memo key (core/layers.cc's tags, numbered there,
+// A heuristic record's key words end with the memo key (core/memo_keys.cc's tags, numbered there,
 // and DType's numbers).
 TEST(BundleEnumCodes, MemoKeyWordsArePinned) {
   te::detail::HeuristicPlan plan;

@@ -1,4 +1,4 @@
-// Heuristics as expressions (src/expr/, src/python/expr_tree.cc, glue.py's
+// Heuristics as expressions (src/expr/, src/python/expr_tree.cc, glue/translation.py's
 // heuristic_expression): for every supported form, the runtime's evaluation equals Python's
 // call of the heuristic on random arguments (value and type, or the exception Python raises);
 // forms outside them are named; programs round-trip through their bytes and malformed bytes

@@ -47,6 +47,23 @@ bool wait_until(F done, std::chrono::milliseconds limit = std::chrono::milliseco
   return true;
 }
 
+// Counts this thread in, then waits until all `n` threads are in, so that they start together.
+void start_together(std::atomic<int>& started, int n) {
+  started.fetch_add(1);
+  wait_until([&] { return started.load() == n; });
+}
+
+// Waits until each of the n readers has looked up round `round` (looked[i]: the last round
+// reader i looked up); false when the time limit passed.
+bool all_looked_at(const std::atomic<int>* looked, int n, int round) {
+  return wait_until([&] {
+    for (int i = 0; i < n; ++i) {
+      if (looked[i].load(std::memory_order_acquire) < round) return false;
+    }
+    return true;
+  });
+}
+
 // A compile-cache key as build_key makes one: the target, an interned options id and n words,
 // distinct for each (id, n).
 d::Key key_of(uint64_t id, uint32_t n, uint32_t options = 1, uint32_t target = kTarget) {
@@ -230,8 +247,7 @@ TEST(EntryTableConcurrent, ReadersFindEveryPublishedEntryWhileWritersInsertAndGr
   std::vector<std::thread> threads;
   for (int w = 0; w < kWriters; ++w) {
     threads.emplace_back([&, w] {
-      started.fetch_add(1);
-      wait_until([&] { return started.load() == kWriters + kReaders; });
+      start_together(started, kWriters + kReaders);
       for (int i = w; i < kN; i += kWriters) {
         // Made on this thread: only the insert's release publishes its fields to readers.
         entries[i] = entry_for(keys[i], hashes[i], static_cast<uint32_t>(1000 + i));
@@ -251,8 +267,7 @@ TEST(EntryTableConcurrent, ReadersFindEveryPublishedEntryWhileWritersInsertAndGr
   for (int r = 0; r < kReaders; ++r) {
     threads.emplace_back([&, r] {
       std::mt19937 rng(1234 + r);
-      started.fetch_add(1);
-      wait_until([&] { return started.load() == kWriters + kReaders; });
+      start_together(started, kWriters + kReaders);
       long n = 0;
       while (writers_left.load() > 0 || n < 2000) {
         const int i = static_cast<int>(rng() % kN);
@@ -299,8 +314,7 @@ TEST(EntryTableConcurrent, ReadersDuringClearSeeTheEntriesOrNothing) {
   std::atomic<long> lookups{0}, wrong{0}, missed{0}, stale{0}, timeouts{0};
 
   std::thread writer([&] {
-    started.fetch_add(1);
-    wait_until([&] { return started.load() == kReaders + 1; });
+    start_together(started, kReaders + 1);
     for (int r = 1; r <= kRounds; ++r) {
       {
         std::lock_guard<std::mutex> lock(mu);
@@ -311,12 +325,7 @@ TEST(EntryTableConcurrent, ReadersDuringClearSeeTheEntriesOrNothing) {
         }
       }
       published.store(r, std::memory_order_release);
-      const bool all_looked = r % 5 != 0 || wait_until([&] {
-                                for (int t = 0; t < kReaders; ++t) {
-                                  if (looked[t].load(std::memory_order_acquire) < r) return false;
-                                }
-                                return true;
-                              });
+      const bool all_looked = r % 5 != 0 || all_looked_at(looked.get(), kReaders, r);
       if (!all_looked) timeouts.fetch_add(1);
       {
         std::lock_guard<std::mutex> lock(mu);
@@ -331,8 +340,7 @@ TEST(EntryTableConcurrent, ReadersDuringClearSeeTheEntriesOrNothing) {
     readers.emplace_back([&, t] {
       std::mt19937 rng(77 + t);
       int my_round = 0;  // the last round this reader looked up before its clear
-      started.fetch_add(1);
-      wait_until([&] { return started.load() == kReaders + 1; });
+      start_together(started, kReaders + 1);
       while (!done.load()) {
         const int c = cleared.load(std::memory_order_acquire);
         const int p = published.load(std::memory_order_acquire);
@@ -505,8 +513,7 @@ TEST(MemoTableConcurrent, ReadersSeeWholeValuesWhileAWriterReplacesThem) {
   std::atomic<bool> done{false};
   std::atomic<long> lookups{0}, wrong{0}, backwards{0}, hits{0};
   std::thread writer([&] {
-    started.fetch_add(1);
-    wait_until([&] { return started.load() == kReaders + 1; });
+    start_together(started, kReaders + 1);
     for (uint64_t g = 1; g <= kWrites; ++g) {
       const int i = static_cast<int>(g % kKeys);
       put(t, keys[i], hashes[i], g, ~g ^ i);  // the pair identifies the write and the key
@@ -522,8 +529,7 @@ TEST(MemoTableConcurrent, ReadersSeeWholeValuesWhileAWriterReplacesThem) {
     readers.emplace_back([&, r] {
       std::mt19937 rng(5 + r);
       std::vector<uint64_t> last(kKeys, 0);
-      started.fetch_add(1);
-      wait_until([&] { return started.load() == kReaders + 1; });
+      start_together(started, kReaders + 1);
       while (!done.load()) {
         const int i = static_cast<int>(rng() % kKeys);
         uint64_t out[2];
@@ -570,8 +576,7 @@ TEST(MemoTableConcurrent, ReadersDuringClearNeverSeeAnotherKeysValue) {
   std::atomic<bool> done{false};
   std::atomic<long> lookups{0}, wrong{0}, stale{0}, missed{0}, timeouts{0};
   std::thread writer([&] {
-    started.fetch_add(1);
-    wait_until([&] { return started.load() == kReaders + 1; });
+    start_together(started, kReaders + 1);
     for (int g = 1; g <= kRounds; ++g) {
       {
         std::lock_guard<std::mutex> lock(mu);
@@ -579,12 +584,7 @@ TEST(MemoTableConcurrent, ReadersDuringClearNeverSeeAnotherKeysValue) {
       }
       inserted.store(g, std::memory_order_release);
       if (g % 100 == 0) {
-        const bool all_looked = wait_until([&] {
-          for (int r = 0; r < kReaders; ++r) {
-            if (looked[r].load(std::memory_order_acquire) < g) return false;
-          }
-          return true;
-        });
+        const bool all_looked = all_looked_at(looked.get(), kReaders, g);
         if (!all_looked) timeouts.fetch_add(1);
       }
       {
@@ -599,8 +599,7 @@ TEST(MemoTableConcurrent, ReadersDuringClearNeverSeeAnotherKeysValue) {
   for (int r = 0; r < kReaders; ++r) {
     readers.emplace_back([&, r] {
       int which = 0, my_round = 0;
-      started.fetch_add(1);
-      wait_until([&] { return started.load() == kReaders + 1; });
+      start_together(started, kReaders + 1);
       while (!done.load()) {
         const int c = cleared.load(std::memory_order_acquire);
         const int i = inserted.load(std::memory_order_acquire);
@@ -775,8 +774,7 @@ Misses miss_together(Owner& o, const d::Key& k, const std::string& error) {
       b.during_make = [&] {
         all_waited.store(wait_until([&] { return o.waiters() == kMissers - 1; }));
       };
-      started.fetch_add(1);
-      wait_until([&] { return started.load() == kMissers; });
+      start_together(started, kMissers);
       try {
         m.results[t] = get(o, k, b);
       } catch (const triton_embed::CompileError& e) {

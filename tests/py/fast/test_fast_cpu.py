@@ -95,7 +95,7 @@ def _covered(out, x, y, programs, block):
 
 @computed_grids
 def test_grid_programs_read_what_the_callable_reads_at_each_launch():
-    """A grid callable glue.py translates gives its grid without being called, from the values
+    """A grid callable the glue translates gives its grid without being called, from the values
     it would read now: the meta-parameters, globals and closure cells."""
     global _BLOCKS
     n, block = 1000, 64
