@@ -579,6 +579,48 @@ int run_first_launch() {
   return 0;
 }
 
+// ---- tune-matmul (issue 39) ----------------------------------------------------------------
+
+// The first launch of tuning_kernels.tma_matmul_48 at SIZE x SIZE x SIZE (fp16, on a grid of
+// at most SMS programs) in a new
+// process: its 48 configs compiled (on compile_workers() threads) and benchmarked one at a time
+// by Triton's Autotuner, then the chosen config's launch. bench/tuning_bench.py runs it with an
+// empty Triton cache, against Triton's Autotuner in Python on the same kernel.
+int run_tune_matmul(int64_t size, int64_t sms) {
+  const auto t0 = Clock::now();
+  init();
+  const te::JitFunction k("tuning_kernels", "tma_matmul_48");
+  const at::TensorOptions f16 = at::TensorOptions().dtype(at::kHalf).device(at::kCUDA);
+  at::Tensor a = at::randn({size, size}, f16), b = at::randn({size, size}, f16);
+  at::Tensor c = at::empty({size, size}, f16);
+  // Placeholder block shapes: each config's pre-hook sets them (applied in C++).
+  const te::TensorDescriptor ad(a.data_ptr(), te::DType::fp16, {size, size}, {size, 1}, {64, 64});
+  const te::TensorDescriptor bd(b.data_ptr(), te::DType::fp16, {size, size}, {size, 1}, {64, 64});
+  const te::TensorDescriptor cd(c.data_ptr(), te::DType::fp16, {size, size}, {size, 1}, {64, 64});
+  const auto grid = [&](const te::Meta& m) {
+    return te::Grid(std::min(sms, te::cdiv(size, m["BLOCK_M"]) * te::cdiv(size, m["BLOCK_N"])));
+  };
+  const double start_s = seconds_since(t0);
+  const auto t1 = Clock::now();
+  te::launch(k, grid, ad, bd, cd, size, size, size, sms);
+  c10::cuda::getCurrentCUDAStream().synchronize();
+  const double tune_s = seconds_since(t1);
+  const te::TuningResult* r = k.tuning_result(ad, bd, cd, size, size, size, sms);
+  at::Tensor ref = at::matmul(a.to(at::kFloat), b.to(at::kFloat).t());
+  const double err = (c.to(at::kFloat) - ref).abs().max().item<double>();
+  Json out;
+  out.num("workers", static_cast<double>(te::compile_workers()))
+      .num("start_s", start_s)
+      .num("tune_s", tune_s)
+      .num("compile_s", r != nullptr ? r->compile_seconds : -1.0)
+      .num("tuning_s", r != nullptr ? r->seconds : -1.0)
+      .num("configs_timed", r != nullptr ? static_cast<double>(r->timings.size()) : -1.0)
+      .num("max_abs_err", err)
+      .str("best", r != nullptr ? r->best.str : std::string());
+  std::printf("%s\n", out.str().c_str());
+  return 0;
+}
+
 // ---- host-path (CPU) ----------------------------------------------------------------------
 
 // The measured loop; callgrind collects inside this function only.
@@ -672,11 +714,14 @@ int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "gpu" && argc > 2) return run_gpu(argv[2], argc > 3 ? argv[3] : nullptr);
     if (mode == "first-launch") return run_first_launch();
+    if (mode == "tune-matmul" && argc > 3) {
+      return run_tune_matmul(std::atoll(argv[2]), std::atoll(argv[3]));
+    }
     if (mode == "host-path" && argc > 2) return run_host_path(std::atol(argv[2]));
     if (mode == "host-path-tma" && argc > 2) return run_host_path_tma(std::atol(argv[2]));
     std::fprintf(stderr,
-                 "usage: %s gpu OUT.json [BUNDLE] | first-launch | host-path CALLS | "
-                 "host-path-tma CALLS\n",
+                 "usage: %s gpu OUT.json [BUNDLE] | first-launch | tune-matmul SIZE SMS | "
+                 "host-path CALLS | host-path-tma CALLS\n",
                  argv[0]);
     return 2;
   } catch (const std::exception& e) {

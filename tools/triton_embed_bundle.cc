@@ -64,6 +64,8 @@
 #include "calls_file.h"
 #include "core/jit_internal.h"
 #include "core/kernel_state.h"
+#include "core/target.h"
+#include "core/workers.h"
 #include "cuda/driver.h"
 #include "triton_embed/autotune.h"
 #include "triton_embed/bundle.h"
@@ -572,7 +574,9 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
     }
     g_set_tuning_callback([](const te::TuningProgress& p) {
       std::cerr << "tune: " << p.kernel << " key " << p.key << ": " << p.done << "/" << p.total
-                << " configs, best so far " << p.best << " (" << p.best_ms << " ms)\n";
+                << " configs, best so far " << p.best << " (" << p.best_ms << " ms); compiled in "
+                << p.compile_s << " s on " << p.workers << " workers, benchmarked in "
+                << p.benchmark_s << " s\n";
     });
   }
 
@@ -584,6 +588,16 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
   // No target given (tune only): the GPU, with device buffers for the pointers.
   const std::vector<std::optional<te::Target>> gpu{std::nullopt};
   DeviceBuffers buffers(buffer_mib << 20);
+
+  // Each call's kernel, arguments and targets, in the files' order (Python loads the kernels).
+  struct Planned {
+    const tools::Call* call;
+    te::JitFunction k, h;  // the kernel, and with the call's options
+    tools::BoundCall b;
+    std::vector<std::optional<te::Target>> targets;
+  };
+  std::vector<Planned> plan;
+  plan.reserve(calls.size());
   for (const tools::Call& c : calls) {
     const te::JitFunction k = kernel_of(c, kernels, tune);
     tools::BoundCall b = tools::bind(c, k);
@@ -599,61 +613,137 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
       call_targets = gpu;
       buffers.place(b.vals);
     }
-    for (const std::optional<te::Target>& t : call_targets) {
-      const std::string on = t ? t->str() : std::string("the GPU");
-      const te::CompiledKernel& ck =
-          located(c.where() + ": for " + on + ": ", [&]() -> const te::CompiledKernel& {
-            te::set_target(t);
-            // On the GPU an autotuned kernel is benchmarked on its #grid (prepare()).
-            const auto g = grids.find(k.module() + "." + k.name());
-            if (!t && autotuned(k) && g == grids.end()) {
-              throw te::ValueError(k.module() + "." + k.name() +
-                                   " is autotuned, and its configs are benchmarked on the GPU on "
-                                   "a grid: give it with a line `#grid " +
-                                   k.module() + ":" + k.name() +
-                                   " DIMS` (e.g. cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N); "
-                                   "docs/aot.md)");
-            }
-            if (!t && g != grids.end()) {
-              te::detail::GridSpec spec;
-              spec.fn = &GridExpr::thunk;
-              spec.ctx = &g->second;
-              return te::detail::compile_call(JitAccess::state(h), JitAccess::options(h), b.args(),
-                                              &spec);
-            }
-            // As JitFunction::compile passes a call: positional ones as they are.
-            if (b.names.empty()) {
-              return te::detail::compile(JitAccess::state(h), JitAccess::options(h), b.vals.data(),
-                                         b.npos);
-            }
-            return te::detail::compile_call(JitAccess::state(h), JitAccess::options(h), b.args(),
-                                            nullptr);
-          });
-      if (seen.insert(&ck).second) {
-        built.push_back({&c, k.module() + "." + k.name(), b.options.str(), &ck});
+    plan.push_back({&c, k, h, std::move(b), std::move(call_targets)});
+  }
+
+  // Every call for every target compiled at once on the compile workers: the entries `build`
+  // keeps, and (tune) the configs of every autotuned call compiled into Triton's cache for
+  // the tunings below. Each job compiles for its own target (JobTarget), not set_target's.
+  struct Job {
+    size_t call, target;
+    const te::CompiledKernel* compiled = nullptr;
+    std::exception_ptr error;
+  };
+  std::vector<Job> jobs;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    for (size_t t = 0; t < plan[i].targets.size(); ++t) jobs.push_back({i, t});
+  }
+  te::detail::run_jobs(jobs.size(), [&](size_t j) {
+    Job& job = jobs[j];
+    const Planned& p = plan[job.call];
+    const std::optional<te::Target>& t = p.targets[job.target];
+    te::detail::JobTarget target(t ? te::detail::target_code(t->arch, t->warp_size) : 0);
+    try {
+      if (tune && autotuned(p.k)) {
+        te::detail::precompile_call(JitAccess::state(p.h), JitAccess::options(p.h), p.b.args());
+        return;
       }
-      if (tune && autotuned(k)) {
-        const te::TuningResult* r =
-            te::detail::tuning_result_call(JitAccess::state(h), JitAccess::options(h), b.args());
-        if (r == nullptr) continue;
-        tuned.push_back(c.where() + ": " + ck.target() + " " + k.module() + "." + k.name() +
-                        " key " + r->key + ": " + r->best.str);
-        std::string why;
-        const te::CompiledKernel* g = located(c.where() + ": for " + on + ": ", [&] {
+      // As JitFunction::compile passes a call: positional ones as they are.
+      job.compiled = p.b.names.empty()
+                         ? &te::detail::compile(JitAccess::state(p.h), JitAccess::options(p.h),
+                                                p.b.vals.data(), p.b.npos)
+                         : &te::detail::compile_call(JitAccess::state(p.h), JitAccess::options(p.h),
+                                                     p.b.args(), nullptr);
+    } catch (...) {
+      // A precompile's failure is met again, and said, by the tuning below.
+      if (!(tune && autotuned(p.k))) job.error = std::current_exception();
+    }
+  });
+
+  // In the files' order: the compiled entries (the first error as a loop over the calls would
+  // have thrown it), and the tunings, one at a time.
+  std::vector<const te::CompiledKernel*> compiled(jobs.size());
+  std::vector<const te::TuningResult*> results(jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const Job& job = jobs[j];
+    const Planned& p = plan[job.call];
+    const tools::Call& c = *p.call;
+    const te::JitFunction& k = p.k;
+    const te::JitFunction& h = p.h;
+    const tools::BoundCall& b = p.b;
+    const std::optional<te::Target>& t = p.targets[job.target];
+    const std::string on = t ? t->str() : std::string("the GPU");
+    const te::CompiledKernel& ck =
+        located(c.where() + ": for " + on + ": ", [&]() -> const te::CompiledKernel& {
+          if (job.error) std::rethrow_exception(job.error);
+          if (job.compiled != nullptr) return *job.compiled;
           te::set_target(t);
-          return compile_generic(k, b, *r, &why);
+          // On the GPU an autotuned kernel is benchmarked on its #grid (prepare()).
+          const auto g = grids.find(k.module() + "." + k.name());
+          if (!t && g == grids.end()) {
+            throw te::ValueError(k.module() + "." + k.name() +
+                                 " is autotuned, and its configs are benchmarked on the GPU on "
+                                 "a grid: give it with a line `#grid " +
+                                 k.module() + ":" + k.name() +
+                                 " DIMS` (e.g. cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N); "
+                                 "docs/aot.md)");
+          }
+          if (!t) {
+            te::detail::GridSpec spec;
+            spec.fn = &GridExpr::thunk;
+            spec.ctx = &g->second;
+            return te::detail::compile_call(JitAccess::state(h), JitAccess::options(h), b.args(),
+                                            &spec);
+          }
+          if (b.names.empty()) {
+            return te::detail::compile(JitAccess::state(h), JitAccess::options(h), b.vals.data(),
+                                       b.npos);
+          }
+          return te::detail::compile_call(JitAccess::state(h), JitAccess::options(h), b.args(),
+                                          nullptr);
         });
-        if (!why.empty()) {
-          std::cerr << "tune: " << c.where() << ": note: no entry with the "
-                    << "integer key arguments unspecialised: " << why << "\n";
-        }
-        if (g != nullptr && seen.insert(g).second) {
-          built.push_back({&c, k.module() + "." + k.name(), b.options.str(), g});
-        }
-      }
+    compiled[j] = &ck;
+    if (tune && autotuned(k)) {
+      results[j] =
+          te::detail::tuning_result_call(JitAccess::state(h), JitAccess::options(h), b.args());
     }
   }
   te::set_target(std::nullopt);
+
+  // Each tuned key's choice compiled again with its integer key arguments unspecialised, on the
+  // compile workers.
+  struct Generic {
+    const te::CompiledKernel* compiled = nullptr;
+    std::string why;
+    std::exception_ptr error;
+  };
+  std::vector<Generic> generic(jobs.size());
+  te::detail::run_jobs(jobs.size(), [&](size_t j) {
+    if (results[j] == nullptr) return;
+    const Planned& p = plan[jobs[j].call];
+    const std::optional<te::Target>& t = p.targets[jobs[j].target];
+    te::detail::JobTarget target(t ? te::detail::target_code(t->arch, t->warp_size) : 0);
+    try {
+      generic[j].compiled = compile_generic(p.k, p.b, *results[j], &generic[j].why);
+    } catch (...) {
+      generic[j].error = std::current_exception();
+    }
+  });
+
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const Planned& p = plan[jobs[j].call];
+    const tools::Call& c = *p.call;
+    const std::string kernel = p.k.module() + "." + p.k.name();
+    const te::CompiledKernel& ck = *compiled[j];
+    if (seen.insert(&ck).second) built.push_back({&c, kernel, p.b.options.str(), &ck});
+    const te::TuningResult* r = results[j];
+    if (r == nullptr) continue;
+    tuned.push_back(c.where() + ": " + ck.target() + " " + kernel + " key " + r->key + ": " +
+                    r->best.str);
+    const std::optional<te::Target>& t = p.targets[jobs[j].target];
+    const Generic& g = generic[j];
+    located(c.where() + ": for " + (t ? t->str() : std::string("the GPU")) + ": ", [&] {
+      if (g.error) std::rethrow_exception(g.error);
+      return 0;
+    });
+    if (!g.why.empty()) {
+      std::cerr << "tune: " << c.where() << ": note: no entry with the "
+                << "integer key arguments unspecialised: " << g.why << "\n";
+    }
+    if (g.compiled != nullptr && seen.insert(g.compiled).second) {
+      built.push_back({&c, kernel, p.b.options.str(), g.compiled});
+    }
+  }
   if (tune) g_set_tuning_callback(nullptr);
 
   // What the process compiled, recorded as any program records it, into a file next to OUT;
@@ -685,6 +775,25 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
         "call out");
   }
   bundle::Contents contents = rb.contents();
+  // The entries in the order of the calls that built them (the compile workers publish them in
+  // the order they finish), then the rest as recorded: the bundle a serial build writes.
+  std::vector<bundle::BundleEntry> ordered;
+  std::vector<bool> taken(contents.entries.size(), false);
+  for (const Built& x : built) {
+    for (size_t i = 0; i < contents.entries.size(); ++i) {
+      const bundle::BundleEntry& e = contents.entries[i];
+      if (!taken[i] && e.meta.hash == x.compiled->hash() &&
+          bundle::target_text(e.target) == x.compiled->target()) {
+        ordered.push_back(std::move(contents.entries[i]));
+        taken[i] = true;
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < contents.entries.size(); ++i) {
+    if (!taken[i]) ordered.push_back(std::move(contents.entries[i]));
+  }
+  contents.entries = std::move(ordered);
   std::string note = tune ? "tuned by triton-embed-bundle from"
                           : "built ahead of time by triton-embed-bundle from";
   for (const std::string& f : files) note += " " + f;

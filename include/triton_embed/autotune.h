@@ -53,7 +53,10 @@ struct TuningResult {
    *  timings, or when the kernel has a single config). */
   std::vector<ConfigTiming> timings;
   bool from_cache = false;  //!< the choice came from Triton's in-memory or disk cache
-  double seconds = 0;       //!< time spent benchmarking
+  double seconds = 0;       //!< time spent tuning: compiling the configs, then benchmarking them
+  /*! of \c seconds, the time spent compiling the configs (in parallel, before the benchmarks:
+   *  set_compile_workers) */
+  double compile_seconds = 0;
 };
 
 /*! \brief Progress of a tuning run, reported after each configuration. */
@@ -65,6 +68,9 @@ struct TuningProgress {
   std::string_view best;    //!< \c str() of the best configuration so far
   double best_ms = 0;       //!< its time (median, ms)
   double elapsed_s = 0;     //!< seconds since tuning this key started
+  double compile_s = 0;     //!< of them, compiling the configs (in parallel, first)
+  double benchmark_s = 0;   //!< of them, benchmarking the configs (one at a time)
+  size_t workers = 1;       //!< threads that compiled them (set_compile_workers)
 };
 
 /*! \brief Called after each configuration of every tuning run, on the tuning thread (without

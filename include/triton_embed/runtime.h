@@ -21,6 +21,7 @@
  *  \endcode
  */
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -137,5 +138,17 @@ TRITON_EMBED_API void set_heuristic_evaluation(HeuristicEvaluation how);
  *  widening throws; at exit the recording is then written as it was recorded, saying why on
  *  stderr. What it cannot add (and why) is said on stderr. */
 TRITON_EMBED_API void set_record_widening(bool on);
+
+/*! \brief How many threads compile at once when there is more than one kernel to compile: the
+ *  configs of one tuning (compiled in parallel, then benchmarked one at a time, as Triton's
+ *  Autotuner benchmarks them), \c warmup() of an autotuned kernel (every config), and
+ *  \c triton-embed-bundle \c build and \c tune. \p workers = 1 compiles one at a time, as
+ *  Triton does; 0 goes back to the default: \c TRITON_EMBED_COMPILE_WORKERS when it is set,
+ *  else the number of CPUs this process may run on (its affinity). Takes effect for the next
+ *  batch of compiles. */
+TRITON_EMBED_API void set_compile_workers(size_t workers);
+
+/*! \brief The number of threads that compile at once (set_compile_workers). */
+TRITON_EMBED_API size_t compile_workers();
 
 }  // namespace triton_embed

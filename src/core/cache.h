@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <vector>
 
 #include "base/internal_api.h"
@@ -166,6 +167,9 @@ struct Cache {
   std::vector<std::unique_ptr<Entry>> entries;  // those the table holds
   std::vector<std::unique_ptr<Entry>> retired;  // forgotten by an unload, or built as one ran
   OncePerKey building;                          // keys being compiled (or read from a bundle)
+  // Keys compiled into the compiler's own cache and not kept (warm_entry; under mu): each is
+  // warmed once per process.
+  std::set<std::vector<uint64_t>> warmed;
 };
 
 }  // namespace triton_embed::detail

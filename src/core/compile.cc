@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "base/errors.h"
 #include "core/arg_format.h"
@@ -84,6 +85,28 @@ class EntryBuild final : public OncePerKey::Build {
 };
 
 }  // namespace
+
+void warm_entry(KernelState& k, const InternedOptions& opts, const Key& key, uint64_t h,
+                const ArgValue* args, const LeafList& leaves) {
+  if (k.cache.table.find(key, h) != nullptr) return;  // compiled and kept already
+  KernelSource* jit = source(SourceSlot::kJit);
+  if (jit == nullptr) return;  // nothing compiles here: a miss asks the bundles
+  std::vector<uint64_t> id;
+  id.reserve(key.n + 1);
+  id.push_back(static_cast<uint64_t>(key.target) << 32 | key.options);
+  id.insert(id.end(), key.w, key.w + key.n);
+  {
+    std::lock_guard<std::mutex> lock(k.cache.mu);
+    if (!k.cache.warmed.insert(id).second) return;
+  }
+  try {
+    jit->warm_entry(k, opts, key, args, leaves);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(k.cache.mu);  // the next warm tries again
+    k.cache.warmed.erase(id);
+    throw;
+  }
+}
 
 Entry* resolve_entry(KernelState& k, const InternedOptions& opts, const Key& key, uint64_t h,
                      const ArgValue* args, const LeafList& leaves) {

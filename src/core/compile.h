@@ -16,3 +16,14 @@ Entry* resolve_entry(KernelState& kernel, const InternedOptions& options, const 
                      uint64_t hash, const ArgValue* args, const LeafList& leaves);
 
 }  // namespace triton_embed::detail
+
+namespace triton_embed::detail {
+
+// Compiles `key` into Triton's own cache when no entry holds it, keeping no entry (nothing is
+// published, so nothing is recorded): a tuning's configs compiled in parallel before Triton's
+// benchmark compiles each again, from that cache. Once per key and process; a failure is
+// thrown and the next warm_entry of the key tries again.
+void warm_entry(KernelState& kernel, const InternedOptions& options, const Key& key, uint64_t hash,
+                const ArgValue* args, const LeafList& leaves);
+
+}  // namespace triton_embed::detail

@@ -61,6 +61,11 @@ TE_INTERNAL_API const CompiledKernel& compile_call(KernelState* kernel,
 TE_INTERNAL_API std::vector<const CompiledKernel*> warmup_call(KernelState* kernel,
                                                                const InternedOptions* options,
                                                                const CallArgs& call);
+// The call compiled into Triton's cache (warm_entry), keeping no entry: at an autotune layer,
+// every pruned config on the compile workers (after its pre_hook when the runtime applies
+// it), failures left to the tuning that follows (triton-embed-bundle tune).
+TE_INTERNAL_API void precompile_call(KernelState* kernel, const InternedOptions* options,
+                                     const CallArgs& call);
 TE_INTERNAL_API const TuningResult* tuning_result_call(KernelState* kernel,
                                                        const InternedOptions* options,
                                                        const CallArgs& call);

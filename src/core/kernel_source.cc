@@ -253,6 +253,9 @@ bool heuristic_expression_value(KernelState& k, const Heuristic& h, const Frame&
 ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
   ArgValue out;
   const uint64_t epoch = resolved_epoch();
+  // A precompile's value is used, not kept: Triton's benchmark runs the heuristic itself, and
+  // a process that tunes in parallel memoises and records what one tuning serially would.
+  const bool keep = f.mode != FrameMode::kPrecompile;
   // With the JIT layer, the heuristic's expression when the user asked for expressions: no
   // Python. What the expression cannot compute (a fault, a value beyond what it models) goes
   // to Python, which gives its own result or raises its own exception.
@@ -260,8 +263,10 @@ ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
       heuristic_evaluation() == HeuristicEvaluation::kExpressions) {
     HeuristicValue v;
     if (heuristic_expression_value(k, h, f, v, /*raise_faults=*/false)) {
-      publish_heuristic(k, h, f, v, epoch);
-      record_heuristic(h, f, v.value);
+      if (keep) {
+        publish_heuristic(k, h, f, v, epoch);
+        record_heuristic(h, f, v.value);
+      }
       return v.value;
     }
   }
@@ -273,8 +278,10 @@ ArgValue eval_heuristic(KernelState& k, Heuristic& h, const Frame& f) {
     }
     HeuristicValue v;
     if (!s.eval_heuristic(k, h, f, v)) return false;
-    publish_heuristic(k, h, f, v, epoch);
-    record_heuristic(h, f, v.value);
+    if (keep) {
+      publish_heuristic(k, h, f, v, epoch);
+      record_heuristic(h, f, v.value);
+    }
     out = v.value;
     return true;
   });
@@ -313,33 +320,54 @@ const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& 
   return c;
 }
 
+namespace {
+
+// The choices of configs `ids` (source s's) on options `base`, each made once per layer.
+std::vector<const Choice*> choices_of(KernelSource& s, KernelState& k, TuneLayer& t,
+                                      const std::vector<uint64_t>& ids,
+                                      const InternedOptions* base) {
+  std::vector<const Choice*> out;
+  for (uint64_t id : ids) {
+    const Choice* c = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(t.mu);
+      for (const auto& [cfg, opt, choice] : t.config_choices) {
+        if (cfg == id && opt == base->id) c = choice.get();
+      }
+    }
+    if (c == nullptr) {
+      std::unique_ptr<Choice> made = s.config_choice(k, t, id, *base);
+      finish_choice(k, *made);
+      c = made.get();
+      std::lock_guard<std::mutex> lock(t.mu);
+      t.config_choices.emplace_back(id, base->id, std::move(made));
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<const Choice*> pruned_choices(KernelState& k, TuneLayer& t, const Frame& f) {
   const InternedOptions* base = f.options != nullptr ? f.options : intern_options(Options());
   std::vector<const Choice*> out;
   const bool found = ask([&](KernelSource& s) {
     std::vector<uint64_t> ids;
     if (!s.pruned_configs(k, t, f, *base, ids)) return false;
-    for (uint64_t id : ids) {
-      const Choice* c = nullptr;
-      {
-        std::lock_guard<std::mutex> lock(t.mu);
-        for (const auto& [cfg, opt, choice] : t.config_choices) {
-          if (cfg == id && opt == base->id) c = choice.get();
-        }
-      }
-      if (c == nullptr) {
-        std::unique_ptr<Choice> made = s.config_choice(k, t, id, *base);
-        finish_choice(k, *made);
-        c = made.get();
-        std::lock_guard<std::mutex> lock(t.mu);
-        t.config_choices.emplace_back(id, base->id, std::move(made));
-      }
-      out.push_back(c);
-    }
+    out = choices_of(s, k, t, ids, base);
     return true;
   });
   if (!found) throw_needs_jit(k, "the list of pruned configurations for these arguments");
   return out;
+}
+
+std::vector<const Choice*> config_choices(KernelState& k, TuneLayer& t, const Frame& f,
+                                          const std::vector<uint64_t>& ids) {
+  const InternedOptions* base = f.options != nullptr ? f.options : intern_options(Options());
+  KernelSource* jit = source(SourceSlot::kJit);
+  TE_ICHECK(jit != nullptr) << full_name(k) << ": configs named without the JIT layer";
+  return choices_of(*jit, k, t, ids, base);
 }
 
 std::vector<HookedBlock> run_config_pre_hook(KernelState& k, const TuneLayer& t, const Choice& c,

@@ -66,6 +66,13 @@ class KernelSource {
   virtual std::unique_ptr<Entry> build_entry(KernelState& kernel, const InternedOptions& options,
                                              const Key& key, uint64_t hash, const ArgValue* args,
                                              const LeafList& leaves) = 0;
+  // Compiles `key` into the compiler's own cache (Triton's disk cache) and keeps nothing: a
+  // later build_entry, or Triton's launcher benchmarking a config in Python, finds it there.
+  // False when this source compiles nothing. Called with no lock held and the GIL not held.
+  virtual bool warm_entry(KernelState&, const InternedOptions&, const Key&, const ArgValue*,
+                          const LeafList&) {
+    return false;
+  }
   // What this source holds of kernel k when no source builds the entry for `key` (for
   // NotInBundleError): its nearest entries and why none serves the call, or empty.
   virtual std::string nearest_entries(const KernelState&, const InternedOptions&, const Key&,
@@ -153,6 +160,9 @@ const Choice* decided_choice(KernelState& k, TuneLayer& t, const MemoKey& key, u
 const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key, uint64_t hash);
 // The configurations left after pruning (Autotuner.warmup), as choices.
 std::vector<const Choice*> pruned_choices(KernelState& k, TuneLayer& t, const Frame& f);
+// The choices of the JIT layer's configs `ids` (as pruned_configs names them) on f's options.
+std::vector<const Choice*> config_choices(KernelState& k, TuneLayer& t, const Frame& f,
+                                          const std::vector<uint64_t>& ids);
 // Calls the chosen config's pre_hook as Autotuner.run does; returns the descriptor arguments
 // whose block_shape it changed.
 std::vector<HookedBlock> run_config_pre_hook(KernelState& k, const TuneLayer& t, const Choice& c,

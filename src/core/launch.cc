@@ -391,12 +391,10 @@ bool launch_if_on_device(int ordinal, KernelState* kernel, const InternedOptions
   return true;
 }
 
-const CompiledKernel& compile(KernelState* kernel, const InternedOptions* options,
-                              const ArgValue* args, size_t nargs) {
-  KernelState& k = *kernel;
-  if (TE_UNLIKELY(!k.layers.empty())) {
-    return compile_call(kernel, options, positional_call(args, nargs), nullptr);
-  }
+namespace {
+
+// The target a compile without a launch is for: the explicit one, else the current GPU's.
+uint32_t compile_target(const KernelState& k) {
   const uint32_t target = current_target_code();
   if (target == 0) {
     TE_THROW(NoDeviceError) << "compiling " << full_name(k) << ": no target: no GPU is usable ("
@@ -404,9 +402,27 @@ const CompiledKernel& compile(KernelState* kernel, const InternedOptions* option
                             << ") and no explicit target is set. Set TRITON_EMBED_TARGET (e.g. "
                                "cuda:90) or call triton_embed::set_target().";
   }
+  return target;
+}
+
+}  // namespace
+
+const CompiledKernel& compile(KernelState* kernel, const InternedOptions* options,
+                              const ArgValue* args, size_t nargs) {
+  KernelState& k = *kernel;
+  if (TE_UNLIKELY(!k.layers.empty())) {
+    return compile_call(kernel, options, positional_call(args, nargs), nullptr);
+  }
   Bound b;
-  bind(k, options, args, nargs, target, b);
+  bind(k, options, args, nargs, compile_target(k), b);
   return *find_or_compile(k, options, b)->kernel;
+}
+
+void warm(KernelState* kernel, const InternedOptions* options, const ArgValue* args, size_t nargs) {
+  KernelState& k = *kernel;
+  Bound b;
+  bind(k, options, args, nargs, compile_target(k), b);
+  warm_entry(k, *options, b.key, b.hash, b.args, b.leaves);
 }
 
 const CompiledKernel& prepare_kernel(KernelState* kernel, const InternedOptions* options,

@@ -312,6 +312,11 @@ std::vector<const CompiledKernel*> warmup_call(KernelState* kernel, const Intern
   return all;
 }
 
+void precompile_call(KernelState* kernel, const InternedOptions* options, const CallArgs& call) {
+  Walk w{*kernel, inner_of(kernel)};
+  start(kernel, options, call, FrameMode::kPrecompile, nullptr, w);
+}
+
 const TuningResult* tuning_result_call(KernelState* kernel, const InternedOptions* options,
                                        const CallArgs& call) {
   Walk w{*kernel, inner_of(kernel)};

@@ -162,6 +162,7 @@ enum class FrameMode : uint8_t {
   kCompile,
   kPrepare,
   kWarmup,
+  kPrecompile,  // a tuning's configs compiled into Triton's cache, nothing kept (warm_entry)
   kInterpret,
   kQuery,
 };

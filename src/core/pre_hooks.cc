@@ -171,11 +171,11 @@ void finish_choice(const KernelState& k, Choice& c) {
 
 // Autotuner.run's call of choice c's pre_hook before the launch (at any site; for a hook the
 // runtime applies, before a compile too: the block shapes decide the kernel).
-void apply_pre_hook(Walk& w, HookedHold& hold, KernelState& k, const TuneLayer& t, const Choice& c,
+bool apply_pre_hook(Walk& w, HookedHold& hold, KernelState& k, const TuneLayer& t, const Choice& c,
                     Frame& f) {
   const bool launches = f.mode == FrameMode::kLaunch || f.mode == FrameMode::kCompile ||
-                        f.mode == FrameMode::kPrepare;
-  if (!launches) return;
+                        f.mode == FrameMode::kPrepare || f.mode == FrameMode::kPrecompile;
+  if (!launches) return true;
   if (c.hook_in_cpp() && apply_hook_expression(w, hold, k, c, f)) {
     // Block shapes from the config alone: the entry the memo finds was compiled for them, and
     // a hit packs the call's own descriptors (their maps take the box from the entry). Anything
@@ -185,13 +185,14 @@ void apply_pre_hook(Walk& w, HookedHold& hold, KernelState& k, const TuneLayer& 
     } else if (!c.hook.actions.empty()) {
       w.memo_ok = false;
     }
-    return;
+    return true;
   }
   w.memo_ok = false;  // Python runs on every launch
-  if (f.mode != FrameMode::kLaunch) return;
+  if (f.mode != FrameMode::kLaunch) return false;
   for (HookedBlock& h : run_config_pre_hook(k, t, c, f)) {
     set_hooked_block(w, hold, k, f, h.param, h.block.data(), h.block.size());
   }
+  return false;
 }
 
 }  // namespace triton_embed::detail

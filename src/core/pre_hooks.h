@@ -48,8 +48,10 @@ inline void tell_hooked(const CallObserver& o, const expr::HookResult& r) {
 void finish_choice(const KernelState& k, Choice& c);
 
 // Autotuner.run's call of choice c's pre_hook before the launch (at any site; for a hook the
-// runtime applies, before a compile too: the block shapes decide the kernel).
-void apply_pre_hook(Walk& w, HookedHold& hold, KernelState& k, const TuneLayer& t, const Choice& c,
+// runtime applies, before a compile too: the block shapes decide the kernel). False when
+// Python runs the hook (at a launch; elsewhere nothing runs it, and the call's block shapes are
+// not the ones the hook would set).
+bool apply_pre_hook(Walk& w, HookedHold& hold, KernelState& k, const TuneLayer& t, const Choice& c,
                     Frame& f);
 
 }  // namespace triton_embed::detail

@@ -114,7 +114,15 @@ std::string target_str(uint32_t code) {
   return t.str();
 }
 
+namespace {
+thread_local uint32_t t_job_target = 0;  // JobTarget's, 0: none
+}  // namespace
+
+JobTarget::JobTarget(uint32_t code) noexcept : saved_(t_job_target) { t_job_target = code; }
+JobTarget::~JobTarget() { t_job_target = saved_; }
+
 uint32_t current_target_code() {
+  if (t_job_target != 0) return t_job_target;
   const uint32_t forced = explicit_target_code();
   if (forced != 0 || !cuda::api().ok) return forced;  // no context is made for it
   return target_code(cuda::current_context().arch, 32);

@@ -40,7 +40,22 @@ inline uint32_t launch_target_code(int arch) {
 
 // The explicit target, else the current device's (making device 0's primary context current
 // when none is); 0 when neither is known (no explicit target, no usable driver). Slow paths.
+// A thread running a job for another (core/workers.h) answers that job's target.
 uint32_t current_target_code();
+
+// The target this thread's slow paths compile for (current_target_code), for a scope: a worker
+// running another thread's compile job, or one of the tool's jobs for a target of its own.
+// The launch path does not read it (a launch's target is its device's, or the explicit one).
+class TE_INTERNAL_API JobTarget {
+ public:
+  explicit JobTarget(uint32_t code) noexcept;
+  ~JobTarget();
+  JobTarget(const JobTarget&) = delete;
+  JobTarget& operator=(const JobTarget&) = delete;
+
+ private:
+  uint32_t saved_;
+};
 
 // Whether code for target `have` can run where `want` is asked for: the same target, or an
 // older architecture of the same warp size (through PTX, or as the same-major cubin rules

@@ -3,6 +3,7 @@
 
 #include "core/walk.h"
 
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -13,6 +14,7 @@
 #include "core/kernel_state.h"
 #include "core/memo_keys.h"
 #include "core/pre_hooks.h"
+#include "core/workers.h"
 
 namespace triton_embed::detail {
 
@@ -109,6 +111,9 @@ void finish(Walk& w, Frame& f) {
     case FrameMode::kWarmup:
       w.all->push_back(&compile(&w.inner, f.options, f.vals, f.np));
       return;
+    case FrameMode::kPrecompile:
+      warm(&w.inner, f.options, f.vals, f.np);
+      return;
     case FrameMode::kInterpret:
       interpret(&w.inner, *f.grid, f.vals, f.np);
       return;
@@ -117,7 +122,54 @@ void finish(Walk& w, Frame& f) {
   }
 }
 
+// Layers li + 1.. of frame f once per config of autotune layer li (`choices`), the configs in
+// parallel on the compile workers. A warmup compiles each config's call as Python's
+// Autotuner.warmup does (without its pre_hook) and keeps the entries, in the configs' order; an
+// error is the first config's that failed. A precompile warms each config's call (after its
+// pre_hook, when the runtime applies it: the block shapes it sets are part of the call's
+// specialisation) and gives up on a config that fails or whose hook only Python runs: the
+// benchmark compiles it as it would have, and meets its error there. Returns the configs
+// compiled.
+size_t walk_configs(Walk& w, size_t li, const Frame& f, const std::vector<const Choice*>& choices) {
+  KernelState& k = w.outer;
+  const TuneLayer& t = *k.layers[li]->tune;
+  const bool precompile = f.mode == FrameMode::kPrecompile;
+  std::vector<std::vector<const CompiledKernel*>> compiled(choices.size());
+  std::atomic<size_t> done{0};
+  run_jobs(choices.size(), [&](size_t i) {
+    const Choice& c = *choices[i];
+    Walk wi{w.outer, w.inner};
+    wi.all = &compiled[i];
+    try {
+      Frame g = f;
+      apply_choice(k, c, g);
+      HookedHold hold;  // until the config's walk returns
+      if (precompile && c.pre_hook && !apply_pre_hook(wi, hold, k, t, c, g)) return;
+      walk(wi, li + 1, g);
+      done.fetch_add(1, std::memory_order_relaxed);
+    } catch (...) {
+      if (!precompile) throw;
+    }
+  });
+  if (w.all != nullptr) {
+    for (const auto& each : compiled) w.all->insert(w.all->end(), each.begin(), each.end());
+  }
+  return done.load(std::memory_order_relaxed);
+}
+
 }  // namespace
+
+size_t precompile_configs(KernelState& k, const TuneLayer& t, const Frame& f,
+                          const std::vector<uint64_t>& config_ids) {
+  size_t li = 0;
+  while (li < k.layers.size() && k.layers[li]->tune.get() != &t) ++li;
+  TE_ICHECK(li < k.layers.size()) << full_name(k) << ": the tuned layer is not the kernel's";
+  Walk w{k, k.inner != nullptr ? *k.inner : k};
+  Frame g = f;
+  g.mode = FrameMode::kPrecompile;
+  g.site = nullptr;
+  return walk_configs(w, li, g, config_choices(k, *k.layers[li]->tune, g, config_ids));
+}
 
 void walk(Walk& w, size_t li, Frame& f) {
   KernelState& k = w.outer;
@@ -148,16 +200,16 @@ void walk(Walk& w, size_t li, Frame& f) {
   }
   switch (f.mode) {
     case FrameMode::kWarmup:
+    case FrameMode::kPrecompile:
+      // Autotuner.warmup compiles every pruned config: on the compile workers.
+      walk_configs(w, li, f, pruned_choices(k, t, f));
+      return;
     case FrameMode::kInterpret: {
-      // Autotuner.warmup compiles every pruned config; the interpreter (for correctness, not
-      // speed) runs the first one without benchmarking.
-      std::vector<const Choice*> choices = pruned_choices(k, t, f);
-      if (f.mode == FrameMode::kInterpret) choices.resize(1);
-      for (const Choice* c : choices) {
-        Frame g = f;
-        apply_choice(k, *c, g);
-        walk(w, li + 1, g);
-      }
+      // The interpreter (for correctness, not speed) runs the first config without
+      // benchmarking.
+      Frame g = f;
+      apply_choice(k, *pruned_choices(k, t, f).front(), g);
+      walk(w, li + 1, g);
       return;
     }
     case FrameMode::kQuery: {

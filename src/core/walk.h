@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/internal_api.h"
 #include "core/call_hooks.h"
 #include "core/layers.h"
 #include "core/memo.h"
@@ -52,6 +53,14 @@ inline const CallObserver* observer_of(const Frame& f) noexcept {
 
 // Applies layers li.. of w.outer to frame f, then what f.mode asks of the inner kernel.
 void walk(Walk& w, size_t li, Frame& f);
+
+// Compiles the call of f at each config of autotune layer t of k named in `config_ids` (as the
+// JIT layer's pruned_configs names them) into Triton's cache, in parallel on the compile
+// workers, keeping no entry: before Triton's Autotuner benchmarks them one at a time
+// (compiling each again, from that cache). A config that fails is left to the benchmark.
+// Returns the configs compiled.
+TE_INTERNAL_API size_t precompile_configs(KernelState& k, const TuneLayer& t, const Frame& f,
+                                          const std::vector<uint64_t>& config_ids);
 
 // The options `base` with option heuristic `h`'s value `v` set (slow path of the option memo).
 const InternedOptions* heuristic_options(KernelState& k, Heuristic& h, const InternedOptions* base,

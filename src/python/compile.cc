@@ -49,6 +49,32 @@ std::unique_ptr<CompiledKernel> compiled_from_python(const pyb::dict& d, uint32_
 
 namespace {
 
+// A compile's arguments as glue.compile and glue.warm take them (the GIL held).
+struct PythonCompile {
+  pyb::handle fn;
+  pyb::list spec, bound;
+  pyb::dict options;
+};
+
+PythonCompile python_compile(KernelState& k, const InternedOptions& opts, const ArgValue* args,
+                             const LeafList& leaves) {
+  TE_CHECK(py::jit_function(k) != nullptr, PythonError)
+      << call_signature(k) << ": cannot compile: the Python interpreter has shut down";
+  PythonCompile c;
+  c.fn = pyb::handle(py::jit_function(k));
+  try {
+    c.spec = py::specialization_to_python(k, leaves);
+    c.bound = py::args_to_python(k, args);
+    for (const auto& [name, value] : opts.options.entries()) {
+      c.options[pyb::str(name)] = py::option_to_python(value);
+    }
+  } catch (pyb::error_already_set& e) {
+    TE_THROW(PythonError) << call_signature(k) << ": converting the arguments to Python failed:\n"
+                          << py::format_exception(e);
+  }
+  return c;
+}
+
 std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, const Key& key,
                                    uint64_t h, const ArgValue* args, const LeafList& leaves) {
   py::InFlight in_flight;
@@ -58,25 +84,13 @@ std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, 
   const int warp = target_warp_size(key.target);
 
   py::Gil gil;
-  TE_CHECK(py::jit_function(k) != nullptr, PythonError)
-      << call_signature(k) << ": cannot compile: the Python interpreter has shut down";
-  pyb::handle fn(py::jit_function(k));
-  pyb::list spec, bound;
-  pyb::dict options;
-  try {
-    spec = py::specialization_to_python(k, leaves);
-    bound = py::args_to_python(k, args);
-    for (const auto& [name, value] : opts.options.entries()) {
-      options[pyb::str(name)] = py::option_to_python(value);
-    }
-  } catch (pyb::error_already_set& e) {
-    TE_THROW(PythonError) << call_signature(k) << ": converting the arguments to Python failed:\n"
-                          << py::format_exception(e);
-  }
+  const PythonCompile c = python_compile(k, opts, args, leaves);
+  const pyb::handle fn = c.fn;
+  const pyb::list& spec = c.spec;
 
   pyb::dict r;
   try {
-    r = py::glue().attr("compile")(fn, bound, spec, options, arch, warp);
+    r = py::glue().attr("compile")(fn, c.bound, spec, c.options, arch, warp);
   } catch (pyb::error_already_set& e) {
     const std::string type = py::exception_type(e);
     std::string message = pyb::str(e.value()).cast<std::string>();
@@ -154,6 +168,24 @@ std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, 
 }
 
 }  // namespace
+
+void python_warm_entry(KernelState& k, const InternedOptions& opts, const Key& key,
+                       const ArgValue* args, const LeafList& leaves) {
+  py::InFlight in_flight;
+  TE_CHECK(!py::closed(), PythonError)
+      << call_signature(k) << ": cannot compile: the Python interpreter has shut down";
+  py::Gil gil;
+  const PythonCompile c = python_compile(k, opts, args, leaves);
+  try {
+    py::glue().attr("warm")(c.fn, c.bound, c.spec, c.options, target_arch(key.target),
+                            target_warp_size(key.target));
+  } catch (pyb::error_already_set& e) {
+    TE_THROW(CompileError) << "Triton failed to compile " << full_name(k) << " for "
+                           << target_str(key.target) << ":\n"
+                           << py::exception_type(e) << ": "
+                           << pyb::str(e.value()).cast<std::string>();
+  }
+}
 
 std::unique_ptr<Entry> python_build_entry(KernelState& k, const InternedOptions& opts,
                                           const Key& key, uint64_t h, const ArgValue* args,

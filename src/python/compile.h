@@ -17,4 +17,8 @@ std::unique_ptr<Entry> python_build_entry(KernelState& k, const InternedOptions&
                                           const Key& key, uint64_t hash, const ArgValue* args,
                                           const LeafList& leaves);
 
+// Compiles with Triton for `key` (filling Triton's cache) and keeps nothing: warm_entry.
+void python_warm_entry(KernelState& k, const InternedOptions& opts, const Key& key,
+                       const ArgValue* args, const LeafList& leaves);
+
 }  // namespace triton_embed::detail

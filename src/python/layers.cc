@@ -24,6 +24,8 @@
 #include "core/call_hooks.h"
 #include "core/kernel_state.h"
 #include "core/layers.h"
+#include "core/walk.h"
+#include "core/workers.h"
 #include "cuda/driver.h"
 #include "cuda/scratch.h"
 #include "python/convert.h"
@@ -270,7 +272,8 @@ pyb::object python_grid(KernelState& k, const Frame& f) {
 }
 
 void report_progress(const std::string& kernel, const std::string& key, size_t done, size_t total,
-                     const std::string& best, double best_ms, double elapsed) {
+                     const std::string& best, double best_ms, double elapsed, double compile_s,
+                     size_t workers) {
   TuningProgress p;
   p.kernel = kernel;
   p.key = key;
@@ -279,11 +282,16 @@ void report_progress(const std::string& kernel, const std::string& key, size_t d
   p.best = best;
   p.best_ms = best_ms;
   p.elapsed_s = elapsed;
+  p.compile_s = compile_s;
+  p.benchmark_s = elapsed - compile_s;
+  p.workers = workers;
   const char* env = std::getenv("TRITON_EMBED_PRINT_AUTOTUNING");
   if (env != nullptr && *env != '\0' && std::strcmp(env, "0") != 0) {
     std::fprintf(stderr,
-                 "[triton_embed] tuning %s key %s: %zu/%zu configs, best %.4f ms {%s}, %.2f s\n",
-                 kernel.c_str(), key.c_str(), done, total, best_ms, best.c_str(), elapsed);
+                 "[triton_embed] tuning %s key %s: %zu/%zu configs, best %.4f ms {%s}; compiled "
+                 "in %.2f s on %zu workers, benchmarked in %.2f s\n",
+                 kernel.c_str(), key.c_str(), done, total, best_ms, best.c_str(), compile_s,
+                 workers, elapsed - compile_s);
   }
   std::function<void(const TuningProgress&)> cb;
   {
@@ -510,16 +518,31 @@ std::unique_ptr<Choice> python_tune(KernelState& k, const TuneLayer& t, const Fr
         made = make_choice(k, pyb::list(tuner.attr("configs"))[0], f.options);
       } else {
         const std::string kernel = full_name(k);
+        auto workers = std::make_shared<size_t>(1);  // the precompile's, for the progress
         pyb::object progress =
-            pyb::cpp_function([kernel](const std::string& key_str, size_t done, size_t total,
-                                       const std::string& best, double best_ms, double elapsed) {
+            pyb::cpp_function([kernel, workers](const std::string& key_str, size_t done,
+                                                size_t total, const std::string& best,
+                                                double best_ms, double elapsed, double compile_s) {
               python_callback([&] {
                 pyb::gil_scoped_release release;
-                report_progress(kernel, key_str, done, total, best, best_ms, elapsed);
+                report_progress(kernel, key_str, done, total, best, best_ms, elapsed, compile_s,
+                                *workers);
               });
             });
-        pyb::tuple r =
-            py::glue().attr("tune")(tuner, args, kwargs, progress, triton_scratch_allocator(k));
+        // The pruned configs compiled in parallel before Triton's loop benchmarks them.
+        pyb::object precompile = pyb::cpp_function([&k, &t, &f, workers](pyb::list configs) {
+          return python_callback([&]() -> size_t {
+            std::vector<uint64_t> ids;
+            for (pyb::handle c : configs) {
+              py::keep(k, c.ptr(), true);  // the config's id is its address (as pruning's)
+              ids.push_back(reinterpret_cast<uintptr_t>(c.ptr()));
+            }
+            *workers = std::min(compile_workers(), ids.size());
+            return precompile_configs(k, t, f, ids);
+          });
+        });
+        pyb::tuple r = py::glue().attr("tune")(tuner, args, kwargs, progress,
+                                               triton_scratch_allocator(k), precompile);
         made = make_choice(k, r[0], f.options);
         made->result.key = r[1].cast<std::string>();
         for (pyb::handle item : pyb::reinterpret_borrow<pyb::list>(r[2])) {
@@ -532,6 +555,7 @@ std::unique_ptr<Choice> python_tune(KernelState& k, const TuneLayer& t, const Fr
         }
         made->result.from_cache = r[3].cast<bool>();
         made->result.seconds = r[4].cast<double>();
+        made->result.compile_seconds = r[5].cast<double>();
       }
     } catch (pyb::error_already_set& e) {
       throw_python(k, "tuning with Triton's Autotuner", e);

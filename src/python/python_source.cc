@@ -25,6 +25,11 @@ class PythonSource final : public KernelSource {
                                      const LeafList& leaves) override {
     return python_build_entry(k, options, key, hash, args, leaves);
   }
+  bool warm_entry(KernelState& k, const InternedOptions& options, const Key& key,
+                  const ArgValue* args, const LeafList& leaves) override {
+    python_warm_entry(k, options, key, args, leaves);
+    return true;
+  }
   bool eval_heuristic(KernelState& k, const Heuristic& h, const Frame& f,
                       HeuristicValue& out) override {
     out = python_eval_heuristic(k, h, f);

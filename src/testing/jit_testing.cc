@@ -29,6 +29,12 @@ long compile_count() {
   return py::glue().attr("compile_count").cast<long>();
 }
 
+long warm_count() {
+  py::ensure_runtime();
+  py::Gil gil;
+  return py::glue().attr("warm_count").cast<long>();
+}
+
 long layer_python_calls() { return py::layer_python_calls(); }
 
 }  // namespace triton_embed::detail::testing

@@ -187,6 +187,10 @@ int fast_path_agrees_for(const JitFunction& fn, const Args&... args) {
 /*! Number of Triton compiles this process has run through triton_embed. */
 long compile_count();
 
+/*! Number of configs (calls) compiled into Triton's cache before a tuning benchmarks them
+ *  (the compile workers' precompiles), apart from compile_count(). */
+long warm_count();
+
 /*! Number of times a wrapped kernel's layers ran Python (heuristics, tuning, pruning,
  *  config pre-hooks) in this process. */
 long layer_python_calls();

@@ -111,6 +111,18 @@ kernel #0 pykernels.vector.add_kernel: source hash H\n")
     endforeach()
   endforeach()
   run(0 "${listing}" list aot.teb)
+  # The calls and targets compile in parallel (two workers here): one at a time, the same bytes.
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E env TRITON_EMBED_COMPILE_WORKERS=1
+                          "${TOOL}" build --target cuda:80 --target cuda:90 -o aot_serial.teb
+                          --target cuda:100 calls.txt
+                  WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E compare_files aot.teb aot_serial.teb
+                  WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE same)
+  if(NOT rc EQUAL 0 OR NOT same EQUAL 0)
+    message(FATAL_ERROR "build on one worker: exit status ${rc}, bundles differ: ${same}\n"
+                        "${out}${err}")
+  endif()
 
   # A module only --python-path finds; a line with a target of its own.
   set(te "te_compile_kernels")
@@ -203,7 +215,8 @@ wrote fallback.teb: 1 kernel, 5 entries, 0 records from 5 calls
 " build --target cuda:90 -o fallback.teb fallback_calls.txt)
 elseif(PART STREQUAL "tune")
   # Config strings differ between Triton versions (ir_override): checked by their start.
-  execute_process(COMMAND "${TOOL}" tune --target cuda:90 --python-path "${KERNELS}"
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E env TRITON_EMBED_COMPILE_WORKERS=2
+                          "${TOOL}" tune --target cuda:90 --python-path "${KERNELS}"
                           --rule te_tune_kernels:rule_pow2_kernel=bucket:pow2 -o tune.teb
                           tune_calls.txt
                   WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE rc OUTPUT_VARIABLE out
@@ -222,11 +235,27 @@ elseif(PART STREQUAL "tune")
       message(FATAL_ERROR "tune: exit status ${rc}, no line '${want}' in:\n${out}\nstderr:\n${err}")
     endif()
   endforeach()
-  # Progress: kernel, key, configs done of total, the best so far.
+  # Progress: kernel, key, configs done of total, the best so far, and the time compiling (on
+  # the workers) apart from the time benchmarking.
   set(want "tune: te_tune_kernels.rule_nearest_kernel key (4096, ${f32}): 4/4 configs, best so far BLOCK: 4096,")
   string(FIND "${err}" "${want}" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "tune: no progress line '${want}' in:\n${err}")
+  if(at EQUAL -1 OR NOT err MATCHES "configs, best so far [^\n]*; compiled in [0-9.e-]+ s on 2 workers, benchmarked in [0-9.e-]+ s\n")
+    message(FATAL_ERROR "tune: no progress line '${want}' (compile and benchmark times) in:\n${err}")
+  endif()
+  # Every key's configs compiled in parallel, then tuned one at a time: on one worker, the same
+  # choices and the same bundle.
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E env TRITON_EMBED_COMPILE_WORKERS=1
+                          "${TOOL}" tune --target cuda:90 --python-path "${KERNELS}"
+                          --rule te_tune_kernels:rule_pow2_kernel=bucket:pow2 -o tune_serial.teb
+                          tune_calls.txt
+                  WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE rc OUTPUT_VARIABLE serial_out
+                  ERROR_VARIABLE err)
+  string(REPLACE "tune_serial.teb" "tune.teb" serial_out "${serial_out}")
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E compare_files tune.teb tune_serial.teb
+                  WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE same)
+  if(NOT rc EQUAL 0 OR NOT same EQUAL 0 OR NOT serial_out STREQUAL out)
+    message(FATAL_ERROR "tune on one worker: exit status ${rc}, bundles differ: ${same}, "
+                        "output:\n${serial_out}\nexpected:\n${out}\n${err}")
   endif()
   execute_process(COMMAND "${TOOL}" list tune.teb WORKING_DIRECTORY "${WORK_DIR}"
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)

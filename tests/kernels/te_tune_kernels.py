@@ -604,3 +604,53 @@ def rule_exact_kernel(x_ptr, out_ptr, n, m, MODE: tl.constexpr, BLOCK: tl.conste
 def rule_2d_kernel(x_ptr, out_ptr, n, m, MODE: tl.constexpr, BLOCK: tl.constexpr):
     """Recorded with the rule "n=nearest": m exact, MODE (a string) always exact."""
     _rule_store(x_ptr, out_ptr, n, m, MODE, BLOCK)
+
+
+# ---- tuning in parallel (test_autotune's ParallelTuning) ---------------------------------------
+
+# Fake timings by (BLOCK, num_warps), two of them equal: the first of those in config order wins,
+# as in Python's loop. PARALLEL_BENCH_CALLS records the configs timed, in order.
+PARALLEL_MS = {(32, 4): 3.0, (64, 4): 2.0, (128, 4): 1.0, (128, 8): 1.0, (256, 4): 1.5, (512, 8): 4.0}
+PARALLEL_BENCH_CALLS = []
+
+
+def parallel_bench(kernel_call, quantiles=None):
+    import inspect
+
+    config = inspect.getclosurevars(kernel_call).nonlocals["config"]
+    block = (config.kwargs["BLOCK"], config.num_warps)
+    PARALLEL_BENCH_CALLS.append(block)
+    ms = PARALLEL_MS[block]
+    return [ms, ms * 0.9, ms * 1.1]
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": b}, num_warps=w) for b, w in PARALLEL_MS],
+    key=["n"],
+    do_bench=parallel_bench,
+)
+@triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def parallel_tuned_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    """out = x + 1, tuned with fake timings over six configs, each with a heuristic (EVEN)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) + 1)
+    else:
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0) + 1, mask=mask)
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": 64}, num_warps=4), triton.Config({"BLOCK": 128}, num_warps=4)],
+    key=["n"],
+    do_bench=fake_bench,
+)
+@triton.jit
+def parallel_failing_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """A config (BLOCK 64) that does not compile: the tuning sees it as serially (here the fake
+    benchmark never compiles it, and BLOCK 128 wins)."""
+    tl.static_assert(BLOCK != 64, "BLOCK 64 is refused")
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0), mask=mask)

@@ -16,7 +16,7 @@ This module gives the C++ code their names.
 import sys
 
 from .arguments import DevicePointer, RawPointerAttribute, make_descriptor, torch_dtype
-from .compile import compile, describe, option_names, run_options
+from .compile import compile, describe, option_names, run_options, warm
 from .grid_translation import grid_expression
 from .hook_translation import pre_hook_actions
 from .interpret import interpret
@@ -59,6 +59,8 @@ __all__ = [
     "ScratchAllocator",
     "compile",
     "compile_count",
+    "warm",
+    "warm_count",
     "config_info",
     "configure",
     "describe",
@@ -86,8 +88,9 @@ __all__ = [
 
 
 def __getattr__(name):
-    # compile_count (the number of compile() calls; tests read it) is the compile module's,
+    # compile_count and warm_count (the numbers of compile() and warm() calls; tests read them)
+    # are the compile module's,
     # which counts up: read there, not a copy of it taken here.
-    if name == "compile_count":
-        return sys.modules[__name__ + ".compile"].compile_count
+    if name in ("compile_count", "warm_count"):
+        return getattr(sys.modules[__name__ + ".compile"], name)
     raise AttributeError("module %r has no attribute %r" % (__name__, name))

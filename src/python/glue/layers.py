@@ -192,17 +192,20 @@ def triton_allocator(scratch):
             var.reset(token)
 
 
-def tune(tuner, args, kwargs, progress, scratch=None):
+def tune(tuner, args, kwargs, progress, scratch=None, precompile=None):
     """Autotuner.run up to the choice of the configuration, without the final launch: the
     same key, pruning, benchmarking (Autotuner._bench with its hooks), disk cache, listener
     and printing as the installed Triton. `scratch` (a ScratchAllocator) serves the launches'
-    global scratch when no Triton allocator is set (triton_allocator). Returns (config,
-    key_str, timings, from_cache, seconds)."""
+    global scratch when no Triton allocator is set (triton_allocator). `precompile(configs)`,
+    when given, compiles the pruned configs (in parallel, into Triton's cache) before they are
+    benchmarked one at a time, as Triton's loop benchmarks them (each compile there then finds
+    its kernel in the cache); it returns how many it compiled. Returns (config, key_str,
+    timings, from_cache, seconds, compile_seconds)."""
     with triton_allocator(scratch):
-        return _tune(tuner, args, kwargs, progress)
+        return _tune(tuner, args, kwargs, progress, precompile)
 
 
-def _tune(tuner, args, kwargs, progress):
+def _tune(tuner, args, kwargs, progress, precompile=None):
     import builtins
     import time
 
@@ -212,11 +215,12 @@ def _tune(tuner, args, kwargs, progress):
     try:
         key = tuning_key(tuner, args, kwargs)
         if key in tuner.cache:
-            return tuner.cache[key], str(key), [], True, 0.0
+            return tuner.cache[key], str(key), [], True, 0.0, 0.0
         used_cached_result = False
         pruned_configs = tuner.prune_configs(kwargs)
         timings_out = []
         new_listener = _facts["autotune_listener"]
+        compile_seconds = 0.0
 
         if new_listener and len(pruned_configs) == 1:
             tuner.cache[key] = pruned_configs[0]
@@ -224,7 +228,11 @@ def _tune(tuner, args, kwargs, progress):
         else:
 
             def benchmark():
+                nonlocal compile_seconds
                 bench_start = time.time()
+                if precompile is not None:
+                    precompile(pruned_configs)
+                compile_seconds = time.time() - bench_start
                 timings = {}
                 best, best_ms = None, float("inf")
                 for i, config in enumerate(pruned_configs):
@@ -235,7 +243,7 @@ def _tune(tuner, args, kwargs, progress):
                         best, best_ms = config, ms
                     if progress is not None:
                         progress(str(key), i + 1, len(pruned_configs), str(best), float(best_ms),
-                                 time.time() - bench_start)
+                                 time.time() - bench_start, compile_seconds)
                 bench_end = time.time()
                 tuner.bench_time = bench_end - bench_start
                 tuner.cache[key] = builtins.min(timings, key=timings.get)
@@ -271,7 +279,9 @@ def _tune(tuner, args, kwargs, progress):
                 f"finished after {tuner.bench_time:.2f}s,\nbest config selected: {tuner.best_config};"
             )
         seconds = 0.0 if used_cached_result else float(getattr(tuner, "bench_time", 0.0))
-        return config, str(key), timings_out, used_cached_result, seconds
+        if used_cached_result:
+            compile_seconds = 0.0
+        return config, str(key), timings_out, used_cached_result, seconds, compile_seconds
     finally:
         tuner.nargs = None
 
