@@ -598,23 +598,29 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
   };
   std::vector<Planned> plan;
   plan.reserve(calls.size());
-  for (const tools::Call& c : calls) {
-    const te::JitFunction k = kernel_of(c, kernels, tune);
-    tools::BoundCall b = tools::bind(c, k);
-    const te::JitFunction h = k.with_options(b.options);
-    std::vector<std::optional<te::Target>> call_targets;
-    for (const te::Target& t : c.targets.empty() ? targets : c.targets) call_targets.push_back(t);
-    if (call_targets.empty()) {
-      if (!te::cuda_available()) {
-        throw te::ValueError(c.where() + ": no target for this call and no GPU to tune on; run " +
-                             "tune on the GPU, or give --target TARGET for kernels whose " +
-                             "benchmark launches nothing (compile-only)");
+  // A call that cannot be planned stops the planning; its error comes after those of the calls
+  // before it, as a loop over the calls would have thrown them.
+  std::exception_ptr plan_error;
+  for (const tools::Call& c : calls) try {
+      const te::JitFunction k = kernel_of(c, kernels, tune);
+      tools::BoundCall b = tools::bind(c, k);
+      const te::JitFunction h = k.with_options(b.options);
+      std::vector<std::optional<te::Target>> call_targets;
+      for (const te::Target& t : c.targets.empty() ? targets : c.targets) call_targets.push_back(t);
+      if (call_targets.empty()) {
+        if (!te::cuda_available()) {
+          throw te::ValueError(c.where() + ": no target for this call and no GPU to tune on; run " +
+                               "tune on the GPU, or give --target TARGET for kernels whose " +
+                               "benchmark launches nothing (compile-only)");
+        }
+        call_targets = gpu;
+        buffers.place(b.vals);
       }
-      call_targets = gpu;
-      buffers.place(b.vals);
+      plan.push_back({&c, k, h, std::move(b), std::move(call_targets)});
+    } catch (...) {
+      plan_error = std::current_exception();
+      break;
     }
-    plan.push_back({&c, k, h, std::move(b), std::move(call_targets)});
-  }
 
   // Every call for every target compiled at once on the compile workers: the entries `build`
   // keeps, and (tune) the configs of every autotuned call compiled into Triton's cache for
@@ -628,6 +634,7 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
   for (size_t i = 0; i < plan.size(); ++i) {
     for (size_t t = 0; t < plan[i].targets.size(); ++t) jobs.push_back({i, t});
   }
+  te::set_target(std::nullopt);  // a call for the GPU compiles for the GPU's target
   te::detail::run_jobs(jobs.size(), [&](size_t j) {
     Job& job = jobs[j];
     const Planned& p = plan[job.call];
@@ -635,7 +642,10 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
     te::detail::JobTarget target(t ? te::detail::target_code(t->arch, t->warp_size) : 0);
     try {
       if (tune && autotuned(p.k)) {
-        te::detail::precompile_call(JitAccess::state(p.h), JitAccess::options(p.h), p.b.args());
+        // (On the GPU without a #grid the tuning below refuses the call.)
+        if (t || grids.count(p.k.module() + "." + p.k.name()) != 0) {
+          te::detail::precompile_call(JitAccess::state(p.h), JitAccess::options(p.h), p.b.args());
+        }
         return;
       }
       // As JitFunction::compile passes a call: positional ones as they are.
@@ -650,54 +660,60 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
     }
   });
 
-  // In the files' order: the compiled entries (the first error as a loop over the calls would
-  // have thrown it), and the tunings, one at a time.
+  // In the files' order: the compiled entries, and the tunings, one at a time, up to the first
+  // error (thrown below, after the errors of the jobs before it).
   std::vector<const te::CompiledKernel*> compiled(jobs.size());
   std::vector<const te::TuningResult*> results(jobs.size());
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    const Job& job = jobs[j];
-    const Planned& p = plan[job.call];
-    const tools::Call& c = *p.call;
-    const te::JitFunction& k = p.k;
-    const te::JitFunction& h = p.h;
-    const tools::BoundCall& b = p.b;
-    const std::optional<te::Target>& t = p.targets[job.target];
-    const std::string on = t ? t->str() : std::string("the GPU");
-    const te::CompiledKernel& ck =
-        located(c.where() + ": for " + on + ": ", [&]() -> const te::CompiledKernel& {
-          if (job.error) std::rethrow_exception(job.error);
-          if (job.compiled != nullptr) return *job.compiled;
-          te::set_target(t);
-          // On the GPU an autotuned kernel is benchmarked on its #grid (prepare()).
-          const auto g = grids.find(k.module() + "." + k.name());
-          if (!t && g == grids.end()) {
-            throw te::ValueError(k.module() + "." + k.name() +
-                                 " is autotuned, and its configs are benchmarked on the GPU on "
-                                 "a grid: give it with a line `#grid " +
-                                 k.module() + ":" + k.name() +
-                                 " DIMS` (e.g. cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N); "
-                                 "docs/aot.md)");
-          }
-          if (!t) {
-            te::detail::GridSpec spec;
-            spec.fn = &GridExpr::thunk;
-            spec.ctx = &g->second;
+  size_t failed = jobs.size();
+  std::exception_ptr failure;
+  for (size_t j = 0; j < jobs.size(); ++j) try {
+      const Job& job = jobs[j];
+      const Planned& p = plan[job.call];
+      const tools::Call& c = *p.call;
+      const te::JitFunction& k = p.k;
+      const te::JitFunction& h = p.h;
+      const tools::BoundCall& b = p.b;
+      const std::optional<te::Target>& t = p.targets[job.target];
+      const std::string on = t ? t->str() : std::string("the GPU");
+      const te::CompiledKernel& ck =
+          located(c.where() + ": for " + on + ": ", [&]() -> const te::CompiledKernel& {
+            if (job.error) std::rethrow_exception(job.error);
+            if (job.compiled != nullptr) return *job.compiled;
+            te::set_target(t);
+            // On the GPU an autotuned kernel is benchmarked on its #grid (prepare()).
+            const auto g = grids.find(k.module() + "." + k.name());
+            if (!t && g == grids.end()) {
+              throw te::ValueError(k.module() + "." + k.name() +
+                                   " is autotuned, and its configs are benchmarked on the GPU on "
+                                   "a grid: give it with a line `#grid " +
+                                   k.module() + ":" + k.name() +
+                                   " DIMS` (e.g. cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N); "
+                                   "docs/aot.md)");
+            }
+            if (!t) {
+              te::detail::GridSpec spec;
+              spec.fn = &GridExpr::thunk;
+              spec.ctx = &g->second;
+              return te::detail::compile_call(JitAccess::state(h), JitAccess::options(h), b.args(),
+                                              &spec);
+            }
+            if (b.names.empty()) {
+              return te::detail::compile(JitAccess::state(h), JitAccess::options(h), b.vals.data(),
+                                         b.npos);
+            }
             return te::detail::compile_call(JitAccess::state(h), JitAccess::options(h), b.args(),
-                                            &spec);
-          }
-          if (b.names.empty()) {
-            return te::detail::compile(JitAccess::state(h), JitAccess::options(h), b.vals.data(),
-                                       b.npos);
-          }
-          return te::detail::compile_call(JitAccess::state(h), JitAccess::options(h), b.args(),
-                                          nullptr);
-        });
-    compiled[j] = &ck;
-    if (tune && autotuned(k)) {
-      results[j] =
-          te::detail::tuning_result_call(JitAccess::state(h), JitAccess::options(h), b.args());
+                                            nullptr);
+          });
+      compiled[j] = &ck;
+      if (tune && autotuned(k)) {
+        results[j] =
+            te::detail::tuning_result_call(JitAccess::state(h), JitAccess::options(h), b.args());
+      }
+    } catch (...) {
+      failed = j;
+      failure = std::current_exception();
+      break;
     }
-  }
   te::set_target(std::nullopt);
 
   // Each tuned key's choice compiled again with its integer key arguments unspecialised, on the
@@ -721,6 +737,7 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
   });
 
   for (size_t j = 0; j < jobs.size(); ++j) {
+    if (j == failed) std::rethrow_exception(failure);
     const Planned& p = plan[jobs[j].call];
     const tools::Call& c = *p.call;
     const std::string kernel = p.k.module() + "." + p.k.name();
@@ -744,6 +761,7 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
       built.push_back({&c, kernel, p.b.options.str(), g.compiled});
     }
   }
+  if (plan_error) std::rethrow_exception(plan_error);
   if (tune) g_set_tuning_callback(nullptr);
 
   // What the process compiled, recorded as any program records it, into a file next to OUT;
@@ -776,7 +794,7 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
   }
   bundle::Contents contents = rb.contents();
   // The entries in the order of the calls that built them (the compile workers publish them in
-  // the order they finish), then the rest as recorded: the bundle a serial build writes.
+  // the order they finish), then the rest, kernel by kernel: the bundle a serial build writes.
   std::vector<bundle::BundleEntry> ordered;
   std::vector<bool> taken(contents.entries.size(), false);
   for (const Built& x : built) {
@@ -793,6 +811,11 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
   for (size_t i = 0; i < contents.entries.size(); ++i) {
     if (!taken[i]) ordered.push_back(std::move(contents.entries[i]));
   }
+  // Kernel by kernel, as recorded.
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const bundle::BundleEntry& a, const bundle::BundleEntry& b) {
+                     return a.kernel < b.kernel;
+                   });
   contents.entries = std::move(ordered);
   std::string note = tune ? "tuned by triton-embed-bundle from"
                           : "built ahead of time by triton-embed-bundle from";

@@ -121,6 +121,15 @@ thread_local uint32_t t_job_target = 0;  // JobTarget's, 0: none
 JobTarget::JobTarget(uint32_t code) noexcept : saved_(t_job_target) { t_job_target = code; }
 JobTarget::~JobTarget() { t_job_target = saved_; }
 
+uint32_t known_target_code() {
+  if (t_job_target != 0) return t_job_target;
+  const uint32_t forced = explicit_target_code();
+  if (forced != 0 || !cuda::api().ok) return forced;
+  CUcontext ctx = nullptr;
+  if (cuda::api().cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || ctx == nullptr) return 0;
+  return target_code(cuda::current_context().arch, 32);  // current already: nothing is made
+}
+
 uint32_t current_target_code() {
   if (t_job_target != 0) return t_job_target;
   const uint32_t forced = explicit_target_code();

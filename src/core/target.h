@@ -42,6 +42,9 @@ inline uint32_t launch_target_code(int arch) {
 // when none is); 0 when neither is known (no explicit target, no usable driver). Slow paths.
 // A thread running a job for another (core/workers.h) answers that job's target.
 uint32_t current_target_code();
+// current_target_code() when it is known without making a context current: the job's, the
+// explicit one, else the current context's; 0 otherwise (a job then finds its own).
+uint32_t known_target_code();
 
 // The target this thread's slow paths compile for (current_target_code), for a scope: a worker
 // running another thread's compile job, or one of the tool's jobs for a target of its own.

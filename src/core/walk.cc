@@ -199,8 +199,16 @@ void walk(Walk& w, size_t li, Frame& f) {
     throw_option_conflict(k, f.heuristic_options & kConfigSets);
   }
   switch (f.mode) {
-    case FrameMode::kWarmup:
     case FrameMode::kPrecompile:
+      // A key whose choice is known (tuned, or from a bundle) is not tuned again: only the
+      // choice's call is compiled.
+      if (const Choice* c = find_choice(k, t, f, false)) {
+        walk_configs(w, li, f, {c});
+        return;
+      }
+      walk_configs(w, li, f, pruned_choices(k, t, f));
+      return;
+    case FrameMode::kWarmup:
       // Autotuner.warmup compiles every pruned config: on the compile workers.
       walk_configs(w, li, f, pruned_choices(k, t, f));
       return;

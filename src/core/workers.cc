@@ -3,8 +3,10 @@
 
 #include "core/workers.h"
 
+#include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -12,7 +14,6 @@
 #include <exception>
 #include <mutex>
 #include <string>
-#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -69,11 +70,22 @@ struct Pool {
   std::condition_variable work;
   std::deque<Batch*> open;  // batches with jobs not yet claimed, oldest first
   size_t threads = 0;       // helper threads started
+  size_t limit = 0;         // helpers 0 .. limit - 1 take jobs (the worker count less one)
 };
 
+// Never destroyed: its threads wait on it until the process ends. A forked child (which has
+// none of the threads, and maybe a locked mutex) starts again from a new one.
+std::atomic<Pool*> g_pool{nullptr};
+
 Pool& pool() {
-  static Pool* p = new Pool();  // never destroyed: its threads wait on it until the process ends
-  return *p;
+  static Pool* first = [] {
+    Pool* p = new Pool();
+    g_pool.store(p, std::memory_order_release);
+    pthread_atfork(nullptr, nullptr, [] { g_pool.store(new Pool(), std::memory_order_release); });
+    return p;
+  }();
+  (void)first;
+  return *g_pool.load(std::memory_order_acquire);
 }
 
 // Claims batch b's next job (the pool's mutex held): its index.
@@ -112,12 +124,12 @@ void finished(Batch& b) {
   if (++b.finished == b.n) b.done.notify_all();
 }
 
-void helper(size_t index) {
-  Pool& p = pool();
+void helper(Pool* pp, size_t index) {
+  Pool& p = *pp;
   std::unique_lock<std::mutex> lock(p.mu);
   for (;;) {
     // Helpers beyond the worker count (after set_compile_workers lowered it) stay idle.
-    p.work.wait(lock, [&] { return !p.open.empty() && index + 1 < compile_workers(); });
+    p.work.wait(lock, [&] { return !p.open.empty() && index < p.limit; });
     Batch& b = *p.open.front();
     const size_t i = claim(p, b);
     lock.unlock();
@@ -141,7 +153,7 @@ void run_jobs(size_t n, const std::function<void(size_t)>& job) {
   b.job = &job;
   b.n = n;
   b.errors.resize(n);
-  b.target = current_target_code();
+  b.target = known_target_code();
   const cuda::Api& api = cuda::api();
   if (api.ok) api.cuCtxGetCurrent(&b.ctx);
   ReleaseGil no_gil;
@@ -150,15 +162,17 @@ void run_jobs(size_t n, const std::function<void(size_t)>& job) {
     for (size_t i = 0; i < n; ++i) run_one(b, i);
   } else {
     std::unique_lock<std::mutex> lock(p.mu);
-    p.open.push_back(&b);
-    while (p.threads + 1 < workers) {
+    p.limit = workers - 1;
+    const size_t helpers = std::min(workers, n) - 1;
+    while (p.threads < helpers) {
       try {
-        std::thread(helper, p.threads).detach();
-      } catch (const std::system_error&) {
+        std::thread(helper, &p, p.threads).detach();
+      } catch (...) {
         break;  // no more threads: fewer helpers (this thread runs what they do not)
       }
       ++p.threads;
     }
+    p.open.push_back(&b);
     p.work.notify_all();
     // This thread runs its own batch's jobs too, so a batch finishes even when every helper
     // is busy with another (a job's own jobs, another thread's batch).
@@ -186,9 +200,6 @@ void set_compile_workers(size_t workers) {
       << "): expected the number of threads that compile at once, 1 to 4096, or 0 for the "
       << "default (TRITON_EMBED_COMPILE_WORKERS, else one per CPU this process may run on)";
   detail::g_workers.store(workers, std::memory_order_relaxed);
-  detail::Pool& p = detail::pool();
-  std::lock_guard<std::mutex> lock(p.mu);
-  p.work.notify_all();
 }
 
 size_t compile_workers() { return detail::compile_workers(); }

@@ -180,6 +180,9 @@ void python_warm_entry(KernelState& k, const InternedOptions& opts, const Key& k
     py::glue().attr("warm")(c.fn, c.bound, c.spec, c.options, target_arch(key.target),
                             target_warp_size(key.target));
   } catch (pyb::error_already_set& e) {
+    // An interruption (Ctrl-C while this thread compiled) is raised again at the next Python
+    // this process runs (the tuning's benchmark), since the precompile gives up on failures.
+    if (e.matches(PyExc_KeyboardInterrupt)) PyErr_SetInterrupt();
     TE_THROW(CompileError) << "Triton failed to compile " << full_name(k) << " for "
                            << target_str(key.target) << ":\n"
                            << py::exception_type(e) << ": "

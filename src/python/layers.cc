@@ -571,6 +571,13 @@ std::vector<uint64_t> python_pruned_configs(KernelState& k, const TuneLayer& t, 
   py::InFlight in_flight;
   TE_CHECK(!py::closed(), PythonError) << full_name(k) << ": the Python interpreter has shut down";
   std::vector<uint64_t> ids;
+  // Pruning sets the tuner's nargs, as a tuning does: one at a time per autotuner (compile
+  // workers prune for several calls at once).
+  std::unique_lock<std::mutex> tuner_lock(tuner_mutex(t), std::defer_lock);
+  {
+    py::ReleaseGilIfHeld no_gil;
+    tuner_lock.lock();
+  }
   py::Gil gil;
   try {
     auto [args, kwargs] = frame_args(k, f);

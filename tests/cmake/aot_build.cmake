@@ -175,6 +175,10 @@ elseif(PART STREQUAL "errors")
         "bad.txt:1: add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): argument #4 'BLOCK': a tl.constexpr parameter takes a value (e.g. 1024, true, \"text\", tl.float16), not the type 'i32'")
   fails("pykernels.vector:add_kernel *fp32 *fp32 *fp32 i32:16\n"
         "bad.txt:1: for cuda:90: add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): expected 5 arguments, got 4")
+  # The calls compile at once, but the first error is a loop's: the first line's compile error
+  # before the second line's kernel, which does not load.
+  fails("pykernels.vector:add_kernel *fp32 *fp32 *fp32 i32:16\npykernels.vector:nope *fp32\n"
+        "bad.txt:1: for cuda:90: add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK): expected 5 arguments, got 4")
   fails("pykernels.matmul:matmul_kernel *fp16 *fp16 *fp16 i32:16 i32:16 i32:16 i32:16 1 i32:16 1 i32:16 1\n"
         "bad.txt:1: pykernels.matmul.matmul_kernel is wrapped in @triton.autotune, and tuning runs the kernel on a GPU, which `triton-embed-bundle build` does not use; tune it with `triton-embed-bundle tune` on the GPU (or record its bundle from a run there: TRITON_EMBED_RECORD=FILE) and merge that bundle with this one")
   # A @triton.heuristics kernel: its heuristic runs in Python at build time, and the bundle
