@@ -50,14 +50,6 @@ bool ask(F&& f) {
   return false;
 }
 
-size_t layer_index(const KernelState& k, const TuneLayer& t) {
-  for (size_t i = 0; i < k.layers.size(); ++i) {
-    if (k.layers[i]->tune.get() == &t) return i;
-  }
-  TE_ICHECK(false) << "an autotune layer not of its kernel";
-  return 0;
-}
-
 // ---- publishing ---------------------------------------------------------------------------
 
 bool memo_value(const HeuristicPlan* plan, const Frame& f, ArgValue& out) {
@@ -348,6 +340,14 @@ std::vector<const Choice*> choices_of(KernelSource& s, KernelState& k, TuneLayer
 }
 
 }  // namespace
+
+size_t layer_index(const KernelState& k, const TuneLayer& t) {
+  for (size_t i = 0; i < k.layers.size(); ++i) {
+    if (k.layers[i]->tune.get() == &t) return i;
+  }
+  TE_ICHECK(false) << "an autotune layer not of its kernel";
+  return 0;
+}
 
 std::vector<const Choice*> pruned_choices(KernelState& k, TuneLayer& t, const Frame& f) {
   const InternedOptions* base = f.options != nullptr ? f.options : intern_options(Options());

@@ -158,6 +158,8 @@ const Choice* decided_choice(KernelState& k, TuneLayer& t, const MemoKey& key, u
 // The choice for the frame's tuning key (a source's recorded choice, or tuned once across
 // threads); memoised.
 const Choice* tune(KernelState& k, TuneLayer& t, const Frame& f, const MemoKey& key, uint64_t hash);
+// The index of autotune layer t among k's layers.
+size_t layer_index(const KernelState& k, const TuneLayer& t);
 // The configurations left after pruning (Autotuner.warmup), as choices.
 std::vector<const Choice*> pruned_choices(KernelState& k, TuneLayer& t, const Frame& f);
 // The choices of the JIT layer's configs `ids` (as pruned_configs names them) on f's options.

@@ -161,9 +161,7 @@ size_t walk_configs(Walk& w, size_t li, const Frame& f, const std::vector<const 
 
 size_t precompile_configs(KernelState& k, const TuneLayer& t, const Frame& f,
                           const std::vector<uint64_t>& config_ids) {
-  size_t li = 0;
-  while (li < k.layers.size() && k.layers[li]->tune.get() != &t) ++li;
-  TE_ICHECK(li < k.layers.size()) << full_name(k) << ": the tuned layer is not the kernel's";
+  const size_t li = layer_index(k, t);
   Walk w{k, k.inner != nullptr ? *k.inner : k};
   Frame g = f;
   g.mode = FrameMode::kPrecompile;

@@ -301,6 +301,17 @@ void report_progress(const std::string& kernel, const std::string& key, size_t d
   if (cb) cb(p);
 }
 
+// The ids of Python configs (pruned_configs'): a config's id is its address, kept alive from
+// here on, so that it never names another.
+std::vector<uint64_t> config_ids(KernelState& k, pyb::handle configs) {
+  std::vector<uint64_t> ids;
+  for (pyb::handle c : configs) {
+    py::keep(k, c.ptr(), true);
+    ids.push_back(reinterpret_cast<uintptr_t>(c.ptr()));
+  }
+  return ids;
+}
+
 }  // namespace
 
 // ---- loading ------------------------------------------------------------------------------
@@ -532,11 +543,7 @@ std::unique_ptr<Choice> python_tune(KernelState& k, const TuneLayer& t, const Fr
         // The pruned configs compiled in parallel before Triton's loop benchmarks them.
         pyb::object precompile = pyb::cpp_function([&k, &t, &f, workers](pyb::list configs) {
           return python_callback([&]() -> size_t {
-            std::vector<uint64_t> ids;
-            for (pyb::handle c : configs) {
-              py::keep(k, c.ptr(), true);  // the config's id is its address (as pruning's)
-              ids.push_back(reinterpret_cast<uintptr_t>(c.ptr()));
-            }
+            const std::vector<uint64_t> ids = config_ids(k, configs);
             *workers = std::min(compile_workers(), ids.size());
             return precompile_configs(k, t, f, ids);
           });
@@ -584,12 +591,7 @@ std::vector<uint64_t> python_pruned_configs(KernelState& k, const TuneLayer& t, 
     for (const auto& [name, value] : base.options.entries()) {
       kwargs[pyb::str(name)] = py::option_to_python(value);
     }
-    pyb::list configs = py::glue().attr("prune")(pyb::handle(py::tuner(k, t)), args, kwargs);
-    for (pyb::handle c : configs) {
-      // A config's id is its address: kept alive from here on, so that it never names another.
-      py::keep(k, c.ptr(), true);
-      ids.push_back(reinterpret_cast<uintptr_t>(c.ptr()));
-    }
+    ids = config_ids(k, py::glue().attr("prune")(pyb::handle(py::tuner(k, t)), args, kwargs));
   } catch (pyb::error_already_set& e) {
     throw_python(k, "pruning the autotune configs", e);
   }

@@ -55,6 +55,24 @@ function(run expect_rc expect_out)
 endfunction()
 
 # fails(<calls file text> <expected message>): build refuses it (status 1) and writes nothing.
+# same_on_one_worker(<bundle> <output> <tool args>...): the tool run again on one compile
+# worker (TRITON_EMBED_COMPILE_WORKERS=1), writing <bundle>'s name with _serial, writes the same
+# bytes as <bundle> and prints <output> (naming <bundle>) on stdout.
+function(same_on_one_worker bundle output)
+  string(REPLACE ".teb" "_serial.teb" serial "${bundle}")
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E env TRITON_EMBED_COMPILE_WORKERS=1
+                          "${TOOL}" ${ARGN} -o "${serial}"
+                  WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  string(REPLACE "${serial}" "${bundle}" out "${out}")
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E compare_files "${bundle}" "${serial}"
+                  WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE same)
+  if(NOT rc EQUAL 0 OR NOT same EQUAL 0 OR NOT out STREQUAL output)
+    message(FATAL_ERROR "${ARGV2} on one worker: exit status ${rc}, bundles differ: ${same}, "
+                        "output:\n${out}\nexpected:\n${output}\n${err}")
+  endif()
+endfunction()
+
 function(fails text message)
   file(WRITE "${WORK_DIR}/bad.txt" "${text}")
   run(1 "triton-embed-bundle: ${message}\n" build --target cuda:90 -o bad.teb bad.txt)
@@ -85,8 +103,8 @@ if(PART STREQUAL "build")
       string(APPEND summary "calls.txt:${line}\n")
     endforeach()
   endforeach()
-  run(0 "${summary}wrote aot.teb: 2 kernels, 15 entries, 0 records from 5 calls\n"
-      build --target cuda:80 --target cuda:90 -o aot.teb --target cuda:100 calls.txt)
+  string(APPEND summary "wrote aot.teb: 2 kernels, 15 entries, 0 records from 5 calls\n")
+  run(0 "${summary}" build --target cuda:80 --target cuda:90 -o aot.teb --target cuda:100 calls.txt)
 
   # Every entry, in the order built (options as the bundle stores them).
   set(listing "bundle aot.teb: format version 2, N bytes
@@ -111,18 +129,9 @@ kernel #0 pykernels.vector.add_kernel: source hash H\n")
     endforeach()
   endforeach()
   run(0 "${listing}" list aot.teb)
-  # The calls and targets compile in parallel (two workers here): one at a time, the same bytes.
-  execute_process(COMMAND "${CMAKE_COMMAND}" -E env TRITON_EMBED_COMPILE_WORKERS=1
-                          "${TOOL}" build --target cuda:80 --target cuda:90 -o aot_serial.teb
-                          --target cuda:100 calls.txt
-                  WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                  ERROR_VARIABLE err)
-  execute_process(COMMAND "${CMAKE_COMMAND}" -E compare_files aot.teb aot_serial.teb
-                  WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE same)
-  if(NOT rc EQUAL 0 OR NOT same EQUAL 0)
-    message(FATAL_ERROR "build on one worker: exit status ${rc}, bundles differ: ${same}\n"
-                        "${out}${err}")
-  endif()
+  # The calls and targets compile in parallel: one at a time, the same output and bytes.
+  same_on_one_worker(aot.teb "${summary}" build --target cuda:80 --target cuda:90
+                     --target cuda:100 calls.txt)
 
   # A module only --python-path finds; a line with a target of its own.
   set(te "te_compile_kernels")
@@ -219,10 +228,10 @@ wrote fallback.teb: 1 kernel, 5 entries, 0 records from 5 calls
 " build --target cuda:90 -o fallback.teb fallback_calls.txt)
 elseif(PART STREQUAL "tune")
   # Config strings differ between Triton versions (ir_override): checked by their start.
+  set(tune_args tune --target cuda:90 --python-path "${KERNELS}"
+                --rule te_tune_kernels:rule_pow2_kernel=bucket:pow2 tune_calls.txt)
   execute_process(COMMAND "${CMAKE_COMMAND}" -E env TRITON_EMBED_COMPILE_WORKERS=2
-                          "${TOOL}" tune --target cuda:90 --python-path "${KERNELS}"
-                          --rule te_tune_kernels:rule_pow2_kernel=bucket:pow2 -o tune.teb
-                          tune_calls.txt
+                          "${TOOL}" ${tune_args} -o tune.teb
                   WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE rc OUTPUT_VARIABLE out
                   ERROR_VARIABLE err)
   set(sig "(x_ptr: *fp32 D, out_ptr: *fp32 D, n: i32, m: i32, MODE: constexpr = 'mul', BLOCK: constexpr =")
@@ -248,19 +257,7 @@ elseif(PART STREQUAL "tune")
   endif()
   # Every key's configs compiled in parallel, then tuned one at a time: on one worker, the same
   # choices and the same bundle.
-  execute_process(COMMAND "${CMAKE_COMMAND}" -E env TRITON_EMBED_COMPILE_WORKERS=1
-                          "${TOOL}" tune --target cuda:90 --python-path "${KERNELS}"
-                          --rule te_tune_kernels:rule_pow2_kernel=bucket:pow2 -o tune_serial.teb
-                          tune_calls.txt
-                  WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE rc OUTPUT_VARIABLE serial_out
-                  ERROR_VARIABLE err)
-  string(REPLACE "tune_serial.teb" "tune.teb" serial_out "${serial_out}")
-  execute_process(COMMAND "${CMAKE_COMMAND}" -E compare_files tune.teb tune_serial.teb
-                  WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE same)
-  if(NOT rc EQUAL 0 OR NOT same EQUAL 0 OR NOT serial_out STREQUAL out)
-    message(FATAL_ERROR "tune on one worker: exit status ${rc}, bundles differ: ${same}, "
-                        "output:\n${serial_out}\nexpected:\n${out}\n${err}")
-  endif()
+  same_on_one_worker(tune.teb "${out}" ${tune_args})
   execute_process(COMMAND "${TOOL}" list tune.teb WORKING_DIRECTORY "${WORK_DIR}"
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   foreach(want

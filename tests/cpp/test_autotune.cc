@@ -53,14 +53,8 @@ class Autotune : public ::testing::Test {
     te_test::Gil gil;
     return warm(kernel, args, kwargs).cast<std::string>();
   }
-  static std::string py_repr(const std::string& expr) {
-    te_test::Gil gil;
-    return te_test::repr(te_test::eval(expr));
-  }
-  static void py_exec(const std::string& code) {
-    te_test::Gil gil;
-    te_test::exec(code);
-  }
+  static std::string py_repr(const std::string& expr) { return te_test::repr_of(expr); }
+  static void py_exec(const std::string& code) { te_test::run(code); }
 };
 
 // ---- named arguments ------------------------------------------------------------------------

@@ -50,14 +50,6 @@ class ParallelTuning : public ::testing::Test {
     te_test::Gil gil;
     te_test::exec("triton.compile = _te_triton_compile\n");
   }
-  static std::string py_repr(const std::string& expr) {
-    te_test::Gil gil;
-    return te_test::repr(te_test::eval(expr));
-  }
-  static void py_exec(const std::string& code) {
-    te_test::Gil gil;
-    te_test::exec(code);
-  }
 };
 
 // The same configs timed in the same order, the same choice (the first of two equal timings),
@@ -79,14 +71,14 @@ TEST_F(ParallelTuning, ChoosesAsOneWorkerDoes) {
     SCOPED_TRACE(workers);
     te::set_compile_workers(workers);
     ASSERT_EQ(te::compile_workers(), workers);
-    py_exec("te_tune_kernels.PARALLEL_BENCH_CALLS.clear()\n_te_compile_threads.clear()\n");
+    te_test::run("te_tune_kernels.PARALLEL_BENCH_CALLS.clear()\n_te_compile_threads.clear()\n");
     progress.clear();
     const long warmed = tt::warm_count(), compiled = tt::compile_count();
     const int64_t n = workers == 1 ? 1000 : 1024;  // a key and a specialisation each
     k.compile(at<float>(0x10000), at<float>(0x20000), n);
     const te::TuningResult* r = k.tuning_result(at<float>(0x10000), at<float>(0x20000), n);
     ASSERT_NE(r, nullptr);
-    EXPECT_EQ(py_repr("te_tune_kernels.PARALLEL_BENCH_CALLS"), timed);
+    EXPECT_EQ(te_test::repr_of("te_tune_kernels.PARALLEL_BENCH_CALLS"), timed);
     EXPECT_EQ(r->best.str, te_test::str_of("te_tune_kernels.parallel_tuned_kernel.configs[2]"));
     ASSERT_EQ(r->timings.size(), 6u);
     for (size_t i = 0; i < 6; ++i) {
@@ -96,7 +88,7 @@ TEST_F(ParallelTuning, ChoosesAsOneWorkerDoes) {
     }
     EXPECT_EQ(tt::warm_count(), warmed + 6);
     EXPECT_EQ(tt::compile_count(), compiled + 1);
-    EXPECT_EQ(py_repr("len(_te_compile_threads)"), workers == 1 ? "1" : "2");
+    EXPECT_EQ(te_test::repr_of("len(_te_compile_threads)"), workers == 1 ? "1" : "2");
     EXPECT_GT(r->compile_seconds, 0.0);
     EXPECT_GE(r->seconds, r->compile_seconds);
     ASSERT_EQ(progress.size(), 6u);
@@ -109,10 +101,10 @@ TEST_F(ParallelTuning, ChoosesAsOneWorkerDoes) {
   }
   // A key tuned before: no compile, no benchmark.
   const long warmed = tt::warm_count();
-  py_exec("te_tune_kernels.PARALLEL_BENCH_CALLS.clear()\n");
+  te_test::run("te_tune_kernels.PARALLEL_BENCH_CALLS.clear()\n");
   k.compile(at<float>(0x30000), at<float>(0x40000), 1024);
   EXPECT_EQ(tt::warm_count(), warmed);
-  EXPECT_EQ(py_repr("te_tune_kernels.PARALLEL_BENCH_CALLS"), "[]");
+  EXPECT_EQ(te_test::repr_of("te_tune_kernels.PARALLEL_BENCH_CALLS"), "[]");
 }
 
 // A config that does not compile fails in its worker and is left to the benchmark, which meets

@@ -56,6 +56,16 @@ inline py::object steal(void* p) {
 }
 
 inline std::string repr(py::handle h) { return py::repr(h).cast<std::string>(); }
+// repr() of a Python expression's value (takes the GIL).
+inline std::string repr_of(const std::string& expr) {
+  Gil gil;
+  return te_test::repr(eval(expr));
+}
+// Runs Python statements in __main__ (takes the GIL).
+inline void run(const std::string& code) {
+  Gil gil;
+  exec(code);
+}
 // str() of a Python expression's value, e.g. of a triton.Config: what Triton prints for it in
 // the installed version (tests compare with it rather than with a version's text).
 inline std::string str_of(const std::string& expr) {
