@@ -75,11 +75,16 @@ TRITON_EMBED_API void load_bundle_from_memory(const void* data, size_t size, std
  *  A kernel keeps what its first load gave it: its parameters, its layers (a heuristic's
  *  expression) and, in a program without the JIT, the hash of its source. A bundle loaded
  *  later serves it only with entries of that same kernel source (a bundle of a changed kernel
- *  serves nothing for it: NotInBundleError). What was loaded on the GPU stays loaded, and each
- *  forgotten entry stays allocated, until the process ends: a launch in flight on another
- *  thread, a prepared launch and a captured CUDA graph keep what they resolved. Nothing
- *  resolved before or while this runs is kept: such a launch is served once, and the next one
- *  asks again.
+ *  serves nothing for it: NotInBundleError). Nothing resolved before or while this runs is
+ *  kept: such a launch is served once, and the next one asks again.
+ *
+ *  What is forgotten is freed, its modules unloaded from the GPU, once nothing can use it: a
+ *  launch in flight on another thread keeps what it found until it returns (freed by this call
+ *  when no thread is launching, else by a later load or unload), and a CUDA graph that captured
+ *  a launch keeps that kernel loaded until CUDA has destroyed the graph and every executable
+ *  graph made from it. What compile(), prepare(), warmup() and tuning_result() returned is part
+ *  of what is forgotten: do not use it after this call. A server that reloads its kernels keeps
+ *  flat memory (docs/state.md, "What an unload frees").
  *
  *  \code
  *  // A server switching to another build of the same kernels without restarting.

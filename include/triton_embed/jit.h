@@ -181,7 +181,8 @@ class TRITON_EMBED_API JitFunction {
 
   /*! \brief Compiles (or finds in the cache) the kernel for these arguments without
    *  launching it, like Python's \c kernel.warmup(...). Works without a GPU when a target
-   *  is set (\c TRITON_EMBED_TARGET=cuda:90 or set_target()).
+   *  is set (\c TRITON_EMBED_TARGET=cuda:90 or set_target()). The reference stays valid until
+   *  unload_bundles() (so do those of prepare() and warmup(), and tuning_result()'s pointer).
    *  \code
    *  const triton_embed::CompiledKernel& k = add.compile(x, y, out, n, 1024);
    *  std::cout << k.hash() << "\n";
@@ -200,7 +201,9 @@ class TRITON_EMBED_API JitFunction {
    *  launch with these arguments runs no Python and loads nothing, so it can be captured in
    *  a CUDA graph. An autotuned kernel is tuned here (on the GPU, launching on \p grid as
    *  Triton's benchmark does) if its key is new; tuning during a stream capture raises
-   *  NotSupportedError. \p grid is a Grid or a grid callable, as for launch().
+   *  NotSupportedError. \p grid is a Grid or a grid callable, as for launch(). A graph that
+   *  captured a launch keeps its kernel loaded for as long as the graph (or an executable graph
+   *  made from it) exists, also after unload_bundles().
    *  \code
    *  mm.prepare(grid, a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn);
    *  cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);

@@ -24,28 +24,37 @@ std::string where(const Bundle& b, const KernelView& kv) {
 void add(Bundle b) {
   check_whole(b);  // before anything of it is used: a refused bundle adds nothing
   EntryIndex index = index_entries(b.view());
-  Store& s = store();
-  std::lock_guard<std::mutex> lock(s.mu);
-  s.indexes.push_back(std::move(index));
-  try {
-    s.bundles.push_back(std::move(b));
-  } catch (...) {
-    s.indexes.pop_back();  // the two stay in step
-    throw;
+  {
+    Store& s = store();
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.indexes.push_back(std::move(index));
+    try {
+      s.bundles.push_back(std::move(b));
+    } catch (...) {
+      s.indexes.pop_back();  // the two stay in step
+      throw;
+    }
   }
+  reclaim();  // what an earlier unload left to readers then, freed if they have let go since
 }
 
 void unload_all() {
-  // Under the store's lock throughout: no bundle is loaded, and no decision handed over, while
-  // the runtime forgets (src/core/registry.cc takes only the locks of the tables it clears).
-  Store& s = store();
-  std::lock_guard<std::mutex> lock(s.mu);
-  s.env_loaded = true;  // TRITON_EMBED_BUNDLE's files are unloaded too, not loaded again
-  s.bundles.clear();
-  s.indexes.clear();
-  s.heuristics_applied.clear();
-  s.choices_applied.clear();
-  forget_resolved_kernels();
+  Retired forgotten;
+  {
+    // Under the store's lock throughout: no bundle is loaded, and no decision handed over,
+    // while the runtime forgets (src/core/registry.cc takes only the locks of the tables it
+    // clears).
+    Store& s = store();
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.env_loaded = true;  // TRITON_EMBED_BUNDLE's files are unloaded too, not loaded again
+    s.bundles.clear();
+    s.indexes.clear();
+    s.heuristics_applied.clear();
+    s.choices_applied.clear();
+    forgotten = forget_resolved_kernels();
+  }
+  // Freed now if no thread is launching, else by a later load or unload (core/reclaim.h).
+  retire(std::move(forgotten));
 }
 
 void load_from_environment() {

@@ -19,7 +19,7 @@ void EntryTable::insert(Entry* e) {
   Slots* s = current_.load(std::memory_order_relaxed);
   if ((count_ + 1) * 2 > s->mask + 1) {
     // Grow into a new table; readers of the old one still find every entry it had, and the
-    // old table stays allocated.
+    // old table stays allocated (until clear() retires it).
     auto bigger = make_slots((s->mask + 1) * 2);
     for (size_t i = 0; i <= s->mask; ++i) {
       Entry* old = s->slots[i].load(std::memory_order_relaxed);
@@ -39,9 +39,12 @@ void EntryTable::insert(Entry* e) {
   ++count_;
 }
 
-void EntryTable::clear() {
-  all_.push_back(make_slots(16));
-  current_.store(all_.back().get(), std::memory_order_release);
+void EntryTable::clear(Retired& retired) {
+  std::unique_ptr<Slots> fresh = make_slots(16);
+  Slots* now = fresh.get();
+  retired.add_all(all_);             // reserves first: nothing changes if it throws
+  all_.push_back(std::move(fresh));  // in the capacity add_all left
+  current_.store(now, std::memory_order_release);
   count_ = 0;
 }
 

@@ -6,9 +6,9 @@
 // argument leaf: type code, specialisation bits, constexpr values). Lookups read a
 // lock-free open-addressing table (acquire loads only); inserts take the cache mutex and
 // publish with release stores; grown tables are kept alive, so a reader never sees freed
-// memory. Entries are never freed: unloading bundles (core/registry.h) empties the table and
-// retires its entries, which launches still in flight, prepared launches and CUDA graphs may
-// hold.
+// memory. Unloading bundles (core/registry.h) empties the table and retires its tables and
+// entries, freed once no launch can still read them (core/reclaim.h) and no CUDA graph that
+// captured a launch of them exists (Entry::graph_holds).
 
 #include <atomic>
 #include <cstddef>
@@ -21,6 +21,7 @@
 
 #include "base/internal_api.h"
 #include "core/once.h"
+#include "core/reclaim.h"
 #include "core/tma_meta.h"
 #include "core/word_hash.h"
 #include "triton_embed/jit.h"
@@ -72,6 +73,9 @@ struct alignas(64) Entry {
   bool oversized_shared_mode = false;  // Triton >= 3.8 sets the oversized shared memory mode
   bool packs_ones = false;  // served by a less specialised entry: one_slots / one_leaves below
   std::atomic<uint32_t> nloaded{0};
+  // CUDA graphs (and the executable graphs made from them) that captured a launch of it
+  // (hold_for_graph, core/module.h): a retired entry is freed only once this is 0.
+  std::atomic<uint32_t> graph_holds{0};
   uint64_t global_scratch_size = 0;
   uint64_t profile_scratch_size = 0;
   // ---- line 1: the key, when it has at most kInlineKeyWords words ----
@@ -145,9 +149,9 @@ class EntryTable {
   }
   // Caller holds the cache mutex.
   TE_INTERNAL_API void insert(Entry* e);
-  // Forgets every entry: readers find none from now on (the tables they may be reading stay
-  // allocated). Caller holds the cache mutex.
-  void clear();
+  // Forgets every entry: readers find none from now on. The tables they may be reading go to
+  // `retired`. Caller holds the cache mutex.
+  void clear(Retired& retired);
   size_t size() const noexcept { return count_; }
 
  private:

@@ -14,6 +14,7 @@
 #include "core/launch_call.h"
 #include "core/module.h"
 #include "core/pack.h"
+#include "core/reclaim.h"
 #include "core/specialize.h"
 #include "core/target.h"
 #include "core/tensor_map.h"
@@ -257,6 +258,8 @@ void launch_entry(KernelState* kernel, Entry* e, const cuda::ContextInfo& ctx, c
   cfg.hStream = reinterpret_cast<CUstream>(stream);
   cfg.attrs = attrs;
   cfg.numAttrs = na;
+  // A graph being captured keeps the entry (and its modules) for as long as it lives.
+  if (TE_UNLIKELY(capturing(stream))) hold_for_graph(k, *e, stream);
   const CUresult r =
       cuda::api().cuLaunchKernelEx(&cfg, static_cast<CUfunction>(fn), params, nullptr);
   if (TE_UNLIKELY(r != CUDA_SUCCESS)) throw_launch_error(k, *e, r, g);
@@ -360,6 +363,7 @@ void launch_plain(KernelState* kernel, const InternedOptions* options, const Lau
 
 void launch_at(KernelState* kernel, const InternedOptions* options, const LaunchSite& site,
                const ArgValue* args, size_t nargs) {
+  const ReadSection reading;
   if (TE_UNLIKELY(!kernel->layers.empty())) {
     launch_call_at(kernel, options, site, positional_call(args, nargs));
     return;
@@ -370,6 +374,7 @@ void launch_at(KernelState* kernel, const InternedOptions* options, const Launch
 
 void launch(KernelState* kernel, const InternedOptions* options, const GridSpec& grid,
             Stream stream, const ArgValue* args, size_t nargs) {
+  const ReadSection reading;
   const LaunchSite site{&grid, stream};
   if (TE_UNLIKELY(!kernel->layers.empty())) {
     launch_call_at(kernel, options, site, positional_call(args, nargs));
@@ -382,6 +387,7 @@ bool launch_if_on_device(int ordinal, KernelState* kernel, const InternedOptions
                          const GridSpec& grid, Stream stream, const CallArgs& call) {
   const cuda::ContextInfo& ctx = cuda::current_context();
   if (ctx.ordinal != ordinal) return false;
+  const ReadSection reading;
   const LaunchSite site{&grid, stream};
   if (call.nnamed == 0 && kernel->layers.empty()) {
     launch_in(kernel, &ctx, options, site, call.vals, call.npos);
@@ -413,12 +419,14 @@ const CompiledKernel& compile(KernelState* kernel, const InternedOptions* option
   if (TE_UNLIKELY(!k.layers.empty())) {
     return compile_call(kernel, options, positional_call(args, nargs), nullptr);
   }
+  const ReadSection reading;
   Bound b;
   bind(k, options, args, nargs, compile_target(k), b);
   return *find_or_compile(k, options, b)->kernel;
 }
 
 void warm(KernelState* kernel, const InternedOptions* options, const ArgValue* args, size_t nargs) {
+  const ReadSection reading;
   KernelState& k = *kernel;
   Bound b;
   bind(k, options, args, nargs, compile_target(k), b);
@@ -429,6 +437,7 @@ const CompiledKernel& prepare_kernel(KernelState* kernel, const InternedOptions*
                                      const ArgValue* args, size_t nargs) {
   KernelState& k = *kernel;
   const cuda::ContextInfo& ctx = cuda::current_context();
+  const ReadSection reading;
   Bound b;
   bind(k, options, args, nargs, launch_target_code(ctx.arch), b);
   Entry* e = find_or_compile(k, options, b);

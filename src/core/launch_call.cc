@@ -17,6 +17,7 @@
 #include "core/kernel_state.h"
 #include "core/pack.h"
 #include "core/pre_hooks.h"
+#include "core/reclaim.h"
 #include "core/registry.h"
 #include "core/target.h"
 #include "core/tensor_map.h"
@@ -216,6 +217,7 @@ void tell_memoised(const CallObserver& o, const CallTail& tail) {
 void start(KernelState* kernel, const InternedOptions* options, const CallArgs& call,
            FrameMode mode, const GridSpec* grid, Walk& w, const LaunchSite* site = nullptr,
            uint32_t target = 0) {
+  const ReadSection reading;  // compile_call and the others below
   Frame f;
   f.options = options;
   f.mode = mode;
@@ -233,6 +235,7 @@ void start(KernelState* kernel, const InternedOptions* options, const CallArgs& 
 
 void launch_call_at(KernelState* kernel, const InternedOptions* options, const LaunchSite& site,
                     const CallArgs& call) {
+  const ReadSection reading;
   if (kernel->layers.empty()) {
     // A plain kernel's named call: its positional equivalent, launched the plain way.
     ArgValue vals[kMaxArgs];

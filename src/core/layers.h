@@ -53,7 +53,8 @@ struct Dep {
 };
 
 // The dependencies a heuristic has shown so far and the memo keyed on them. Immutable once
-// published, except for the memo; replaced (never freed) when a call reads something new.
+// published, except for the memo; replaced when a call reads something new (the old plan is
+// kept until an unload retires it, core/reclaim.h).
 struct HeuristicPlan {
   std::vector<Dep> deps;
   MemoTable memo;
@@ -109,6 +110,9 @@ struct Choice {
   // Tuned for another key: a bundle's tuning rule chose it for this one (not recorded into
   // bundles: its key is not the one it was tuned for).
   bool by_rule = false;
+  // The JIT layer keeps the triton.Config it was made from, keyed by its address
+  // (python/handles.h): an unload keeps the choice (set before it is published).
+  bool python_config = false;
 };
 
 struct TuneLayer {
@@ -232,7 +236,7 @@ struct CallPlan {
 // What the layers add to a resolved call: the values of the parameters after the given ones
 // (set by a layer, or defaults), for a grid callable's Meta; and what a hit tells a call's
 // CallObserver as the walk did: each tune layer's choice, and the block shapes of the
-// choice's pre_hook (Choice::hook_fixed). Interned, never freed.
+// choice's pre_hook (Choice::hook_fixed). Interned; retired by an unload (core/reclaim.h).
 struct CallTail {
   std::vector<ArgValue> vals;
   std::vector<std::pair<uint32_t, const Choice*>> chosen;  // (layer index, choice)
@@ -240,11 +244,12 @@ struct CallTail {
 };
 
 struct CallMemo {
-  std::atomic<uint64_t> epoch{1};                // bumped when a heuristic's plan changes
-  std::atomic<const CallPlan*> plan{nullptr};    // the plan of the current epoch, or older
-  MemoTable table{256};                          // key -> (inner Entry*, CallTail*)
-  std::mutex mu;                                 // guards inserts and what follows
-  std::vector<std::unique_ptr<CallPlan>> plans;  // every plan published (readers may hold one)
+  std::atomic<uint64_t> epoch{1};              // bumped when a heuristic's plan changes
+  std::atomic<const CallPlan*> plan{nullptr};  // the plan of the current epoch, or older
+  MemoTable table{256};                        // key -> (inner Entry*, CallTail*)
+  std::mutex mu;                               // guards inserts and what follows
+  std::vector<std::unique_ptr<CallPlan>>
+      plans;  // every plan since the last unload (readers may hold one)
   std::vector<std::unique_ptr<CallTail>> tails;
 };
 

@@ -96,9 +96,62 @@ void* load_function(const KernelState& k, Entry& e, const cuda::ContextInfo& ctx
   }
   e.loaded[n].ctx = ctx.ctx;
   e.loaded[n].function = fn;
-  e.loaded[n].module = mod.release();  // kept for the life of the process
+  e.loaded[n].module = mod.release();  // kept until the entry is freed (unload_modules)
   e.nloaded.store(n + 1, std::memory_order_release);
   return fn;
+}
+
+namespace {
+
+// A graph that held an entry is gone (with every executable graph made from it): CUDA calls
+// this on a thread of its own, where no CUDA call may be made.
+void graph_gone(void* entry) {
+  static_cast<Entry*>(entry)->graph_holds.fetch_sub(1, std::memory_order_release);
+}
+
+}  // namespace
+
+void hold_for_graph(const KernelState& k, Entry& e, Stream stream) {
+  const cuda::Api& a = cuda::api();
+  if (a.cuStreamGetCaptureInfo == nullptr || a.cuUserObjectCreate == nullptr ||
+      a.cuGraphRetainUserObject == nullptr) {
+    // A driver without user objects cannot say when the graph is gone: kept for the process.
+    e.graph_holds.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const std::string what = "capturing " + full_name(k) + " into a CUDA graph";
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUgraph graph = nullptr;
+  cuda::check(a.cuStreamGetCaptureInfo(reinterpret_cast<CUstream>(stream), &status, nullptr, &graph,
+                                       nullptr, nullptr),
+              "cuStreamGetCaptureInfo", what.c_str());
+  if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE || graph == nullptr) return;
+  CUuserObject obj = nullptr;
+  cuda::check(a.cuUserObjectCreate(&obj, &e, graph_gone, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC),
+              "cuUserObjectCreate", what.c_str());
+  e.graph_holds.fetch_add(1, std::memory_order_relaxed);  // graph_gone takes it back
+  const CUresult r = a.cuGraphRetainUserObject(graph, obj, 1, CU_GRAPH_USER_OBJECT_MOVE);
+  if (r != CUDA_SUCCESS) {
+    a.cuUserObjectRelease(obj, 1);  // runs graph_gone
+    cuda::throw_error(r, "cuGraphRetainUserObject", what);
+  }
+}
+
+void unload_modules(Entry& e) noexcept {
+  const uint32_t n = e.nloaded.load(std::memory_order_acquire);
+  if (n == 0) return;
+  const cuda::Api& a = cuda::api();
+  for (uint32_t i = 0; i < n; ++i) {
+    LoadedFunction& l = e.loaded[i];
+    if (l.module == nullptr) continue;
+    if (a.cuCtxPushCurrent(static_cast<CUcontext>(l.ctx)) == CUDA_SUCCESS) {
+      a.cuModuleUnload(static_cast<CUmodule>(l.module));
+      CUcontext popped = nullptr;
+      a.cuCtxPopCurrent(&popped);
+    }
+    l.module = nullptr;
+  }
+  e.nloaded.store(0, std::memory_order_release);
 }
 
 }  // namespace triton_embed::detail

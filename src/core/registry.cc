@@ -56,12 +56,13 @@ namespace {
 
 std::atomic<uint64_t> g_resolved_epoch{0};
 
-void forget_resolved(KernelState& k) {
+// Unpublishes what k resolved, handing it to `retired` (freed once no launch reads it).
+void forget_resolved(KernelState& k, Retired& retired) {
   {
     std::lock_guard<std::mutex> lock(k.cache.mu);
-    k.cache.table.clear();
-    for (auto& e : k.cache.entries) k.cache.retired.push_back(std::move(e));
-    k.cache.entries.clear();
+    k.cache.table.clear(retired);
+    retired.add_entries(k.cache.entries);
+    retired.add_entries(k.cache.retired);
   }
   for (const auto& layer : k.layers) {
     for (const auto& h : layer->heuristics) {
@@ -70,17 +71,29 @@ void forget_resolved(KernelState& k) {
       h->plan.store(nullptr, std::memory_order_release);  // the next source's records make it
       h->recorded.clear();
       h->recorded_plan = nullptr;
+      retired.add_all(h->plans);
     }
     if (TuneLayer* t = layer->tune.get()) {
       std::lock_guard<std::mutex> lock(t->mu);
       t->memo.clear();
       t->recorded.clear();
+      // A choice Python holds a triton.Config for (python/handles.h) stays: its address keys
+      // that config.
+      std::vector<std::unique_ptr<Choice>> kept;
+      for (auto& c : t->choices) {
+        if (c->python_config) kept.push_back(std::move(c));
+      }
+      retired.add_all(t->choices);
+      t->choices = std::move(kept);
     }
   }
   if (CallMemo* m = k.call_memo.get()) {
     std::lock_guard<std::mutex> lock(m->mu);
     m->table.clear();
     invalidate_call_memo(m);
+    m->plan.store(nullptr, std::memory_order_release);
+    retired.add_all(m->plans);
+    retired.add_all(m->tails);
   }
 }
 
@@ -88,12 +101,14 @@ void forget_resolved(KernelState& k) {
 
 uint64_t resolved_epoch() noexcept { return g_resolved_epoch.load(std::memory_order_acquire); }
 
-void forget_resolved_kernels() {
+Retired forget_resolved_kernels() {
   g_resolved_epoch.fetch_add(1, std::memory_order_acq_rel);  // odd: nothing resolved now is kept
   std::vector<KernelState*> all;  // states are never freed: forgotten outside the registry's lock
   for_each_kernel([&](KernelState& k) { all.push_back(&k); });
-  for (KernelState* k : all) forget_resolved(*k);
+  Retired retired;
+  for (KernelState* k : all) forget_resolved(*k, retired);
   g_resolved_epoch.fetch_add(1, std::memory_order_acq_rel);
+  return retired;
 }
 
 std::string kernel_arg_where(const KernelState* kernel, size_t index) {

@@ -9,6 +9,7 @@
 
 #include "base/internal_api.h"
 #include "core/kernel_state.h"
+#include "core/reclaim.h"
 
 namespace triton_embed::detail {
 
@@ -24,11 +25,12 @@ TE_INTERNAL_API KernelState* insert_kernel(const std::string& module, const std:
 TE_INTERNAL_API void for_each_kernel(const std::function<void(KernelState&)>& f);
 
 // Forgets what every kernel has resolved, so that each is asked of the kernel sources again
-// (the bundles were unloaded): the cache entries (retired, never freed), the heuristics' plans
-// and memoised results, the tuned choices' memo, the memo of whole calls, and what each would
-// record into a bundle. A kernel's parameters and layers stay. Callers serialise (the bundle
-// store's lock).
-void forget_resolved_kernels();
+// (the bundles were unloaded): the cache's tables and entries, the heuristics' plans and
+// memoised results, the tuned choices and their memo, the memo of whole calls, and what each
+// would record into a bundle. A kernel's parameters and layers stay. Returns what was
+// unpublished, for retire() (core/reclaim.h) once the caller's locks are released. Callers
+// serialise (the bundle store's lock).
+Retired forget_resolved_kernels();
 
 // The resolutions' epoch: odd while forget_resolved_kernels() runs, and two more after each.
 // A slow path reads it before asking the sources, and keeps (publishes, memoises, records)

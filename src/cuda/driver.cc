@@ -56,13 +56,23 @@ Api load() {
             resolve(lib, "cuMemAllocAsync", a.cuMemAllocAsync, e) &&
             resolve(lib, "cuMemFreeAsync", a.cuMemFreeAsync, e) &&
             resolve(lib, "cuMemsetD8Async", a.cuMemsetD8Async, e) &&
-            resolve(lib, "cuStreamIsCapturing", a.cuStreamIsCapturing, e);
+            resolve(lib, "cuStreamIsCapturing", a.cuStreamIsCapturing, e) &&
+            resolve(lib, "cuCtxPushCurrent_v2", a.cuCtxPushCurrent, e) &&
+            resolve(lib, "cuCtxPopCurrent_v2", a.cuCtxPopCurrent, e);
   if (!ok) return a;
   // Optional, for a sanity check of the parameter count only (load_function).
   a.cuFuncGetParamInfo = reinterpret_cast<decltype(a.cuFuncGetParamInfo)>(
       dlsym(lib, "cuFuncGetParamInfo"));  // CUDA 12.4+
   a.cuFuncGetParamCount = reinterpret_cast<decltype(a.cuFuncGetParamCount)>(
       dlsym(lib, "cuFuncGetParamCount"));  // newer drivers (not in CUDA 13.0's cuda.h)
+  a.cuStreamGetCaptureInfo = reinterpret_cast<decltype(a.cuStreamGetCaptureInfo)>(
+      dlsym(lib, "cuStreamGetCaptureInfo_v2"));  // CUDA 11.3+: graphs hold their entries
+  a.cuUserObjectCreate =
+      reinterpret_cast<decltype(a.cuUserObjectCreate)>(dlsym(lib, "cuUserObjectCreate"));
+  a.cuUserObjectRelease =
+      reinterpret_cast<decltype(a.cuUserObjectRelease)>(dlsym(lib, "cuUserObjectRelease"));
+  a.cuGraphRetainUserObject =
+      reinterpret_cast<decltype(a.cuGraphRetainUserObject)>(dlsym(lib, "cuGraphRetainUserObject"));
   a.cuTensorMapEncodeTiled = reinterpret_cast<decltype(a.cuTensorMapEncodeTiled)>(
       dlsym(lib, "cuTensorMapEncodeTiled"));  // CUDA 12.0+: host tensor descriptors
   const CUresult r = a.cuInit(0);

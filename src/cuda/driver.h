@@ -39,6 +39,16 @@ struct Api {
   CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream) = nullptr;
   CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream) = nullptr;
   CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
+  CUresult (*cuCtxPushCurrent)(CUcontext) = nullptr;
+  CUresult (*cuCtxPopCurrent)(CUcontext*) = nullptr;
+  // Optional (CUDA 11.3+ drivers): the graph a capture records into, and user objects that
+  // keep a captured launch's entry for as long as the graph lives (core/module.h).
+  CUresult (*cuStreamGetCaptureInfo)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*,
+                                     const CUgraphNode**, size_t*) = nullptr;
+  CUresult (*cuUserObjectCreate)(CUuserObject*, void*, CUhostFn, unsigned int,
+                                 unsigned int) = nullptr;
+  CUresult (*cuUserObjectRelease)(CUuserObject, unsigned int) = nullptr;
+  CUresult (*cuGraphRetainUserObject)(CUgraph, CUuserObject, unsigned int, unsigned int) = nullptr;
   // Optional (CUDA 12+ drivers): host tensor descriptors (src/core/tensor_map.cc).
   CUresult (*cuTensorMapEncodeTiled)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
                                      const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,

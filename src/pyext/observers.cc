@@ -20,9 +20,11 @@ namespace triton_embed::detail {
 
 namespace {
 
-// The triton.Config the runtime's choice c was made from (null: a bundle's choice).
+// The triton.Config the runtime's choice c was made from (null: a bundle's choice). Only a
+// config is remembered: a choice with one is never freed, one without may be, and another
+// choice may then come at its address (core/reclaim.h).
 PyObject* config_of(FastKernel* k, const Choice* c) {
-  if (c != k->last_choice) {
+  if (c != k->last_choice || k->last_config == nullptr) {
     PyObject* config = py::config(*c);
     Py_XINCREF(config);
     Py_XSETREF(k->last_config, config);

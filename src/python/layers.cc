@@ -212,6 +212,7 @@ std::unique_ptr<Choice> make_choice(KernelState& k, pyb::handle config,
   if (!info[6].is_none()) opts.set("ir_override", OptionValue(info[6].cast<std::string>()));
   c->options = intern_options(opts);
   py::keep(k, config.ptr(), true);
+  c->python_config = true;  // kept through unloads: its address keys the config
   py::set_config(*c, config.ptr());
   c->pre_hook = info[7].cast<bool>();
   if (c->pre_hook) {

@@ -19,6 +19,7 @@
 #include "core/launch.h"
 #include "core/launch_call.h"
 #include "core/layers.h"
+#include "core/reclaim.h"
 #include "core/tensor_map.h"
 #include "triton_embed/jit.h"
 
@@ -171,7 +172,13 @@ std::vector<uint64_t> key_words_of(const JitFunction& fn, const Args&... args) {
 }
 /*! How many dry runs the memo of whole positional calls resolved so far. */
 inline uint64_t call_memo_hits() { return g_dry_run_memo_hits.load(std::memory_order_relaxed); }
-/*! The compiled kernel the calling thread's last dry run resolved. */
+/*! While one lives, what the calling thread's dry runs, compiles and tuning results returned
+ *  stays allocated even when another thread unloads bundles meanwhile (a read section,
+ *  core/reclaim.h); without one, an unload on another thread may free it. */
+using HoldResolved = ReadSection;
+
+/*! The compiled kernel the calling thread's last dry run resolved (valid until an unload
+ *  frees it: hold a HoldResolved across the dry run and this when another thread unloads). */
 inline const CompiledKernel* last_dry_run_kernel() noexcept {
   const Entry* e = t_dry_run.captured.entry;
   return e != nullptr ? e->kernel.get() : nullptr;

@@ -524,12 +524,20 @@ TEST_F(Autotune, ThreadsRacingOnOneHeuristicsKey) {
 TEST_F(Autotune, ThreadsLaunchingWhileBundlesUnload) {
   te::JitFunction heur("te_tune_kernels", "heur_kernel");
   te::JitFunction tuned("te_tune_kernels", "fake_tuned_kernel");
-  auto heur_hash = [&] { return heur.compile(at<float>(0x10000), at<float>(0x20000), 777).hash(); };
+  // Each holds what it resolved until it has read the hash (an unload on another thread frees
+  // what nothing holds).
+  using te::detail::testing::HoldResolved;
+  auto heur_hash = [&] {
+    const HoldResolved hold;
+    return heur.compile(at<float>(0x10000), at<float>(0x20000), 777).hash();
+  };
   auto tuned_hash = [&] {
+    const HoldResolved hold;
     return tuned.compile(at<float>(0x10000), at<float>(0x30000), 3000, "ACT"_a = "neg").hash();
   };
   // Positional dry runs: a hit of the memo of whole calls, the layers walked after a forget.
   auto heur_memo_hash = [&] {
+    const HoldResolved hold;
     uint64_t slots[8] = {};
     te::detail::testing::dry_run(heur, slots, at<float>(0x10000), at<float>(0x20000), 777);
     const te::CompiledKernel* k = te::detail::testing::last_dry_run_kernel();

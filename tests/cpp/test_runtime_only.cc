@@ -466,6 +466,7 @@ TEST_F(RuntimeOnlyUnload, ThreadsLaunchingWhileBundlesUnloadAndLoadAgain) {
       uint64_t slots[8] = {};
       while (!done.load()) {
         try {
+          const te::detail::testing::HoldResolved hold;  // the kernel read after the dry run
           dry_run(counted, slots, te_bundle::kX, te_bundle::kOut, 300);
           const te::CompiledKernel* k = last_dry_run_kernel();
           (k != nullptr && k->hash() == want ? served : wrong)++;

@@ -27,6 +27,7 @@
 #include "core/cache.h"
 #include "core/memo.h"
 #include "core/once.h"
+#include "core/reclaim.h"
 
 namespace d = triton_embed::detail;
 
@@ -189,7 +190,8 @@ TEST(EntryTable, GrowsAndKeepsEveryEntry) {
 
 TEST(EntryTable, ClearForgetsEveryEntryAndTheTableFillsAgain) {
   d::EntryTable t;
-  t.clear();  // an empty table clears to an empty table
+  d::Retired tables;  // freed at the end: no reader here
+  t.clear(tables);    // an empty table clears to an empty table
   EXPECT_EQ(t.size(), 0u);
   constexpr int kN = 100;
   std::vector<d::Key> keys;
@@ -200,7 +202,7 @@ TEST(EntryTable, ClearForgetsEveryEntryAndTheTableFillsAgain) {
     t.insert(entries[i].get());
   }
   ASSERT_EQ(t.size(), static_cast<size_t>(kN));
-  t.clear();
+  t.clear(tables);
   EXPECT_EQ(t.size(), 0u);
   for (int i = 0; i < kN; ++i) EXPECT_EQ(t.find(keys[i], keys[i].hash()), nullptr) << i;
   // The table does not own its entries: clearing leaves them as they were.
@@ -307,7 +309,9 @@ TEST(EntryTableConcurrent, ReadersDuringClearSeeTheEntriesOrNothing) {
   }
   d::EntryTable table;
   std::mutex mu;
-  std::vector<std::unique_ptr<d::Entry>> retired;  // entries are never freed while readers run
+  // The entries stay until the end; the tables a clear retires are freed once the readers, each
+  // lookup in a read section, have let go of them (core/reclaim.h).
+  std::vector<std::unique_ptr<d::Entry>> retired;
   std::atomic<int> published{0}, cleared{0}, started{0};  // rounds, from 1
   std::unique_ptr<std::atomic<int>[]> looked(new std::atomic<int>[kReaders]());
   std::atomic<bool> done{false};
@@ -327,10 +331,12 @@ TEST(EntryTableConcurrent, ReadersDuringClearSeeTheEntriesOrNothing) {
       published.store(r, std::memory_order_release);
       const bool all_looked = r % 5 != 0 || all_looked_at(looked.get(), kReaders, r);
       if (!all_looked) timeouts.fetch_add(1);
+      d::Retired tables;
       {
         std::lock_guard<std::mutex> lock(mu);
-        table.clear();
+        table.clear(tables);
       }
+      d::retire(std::move(tables));
       cleared.store(r, std::memory_order_release);
     }
     done.store(true);
@@ -350,6 +356,7 @@ TEST(EntryTableConcurrent, ReadersDuringClearSeeTheEntriesOrNothing) {
         const int r = first ? p : std::min(kRounds, std::max(1, c + static_cast<int>(rng() % 3)));
         const int j = static_cast<int>(rng() % kPerRound);
         const d::Key& k = keys[r][j];
+        const d::ReadSection reading;
         const d::Entry* e = table.find(k, k.hash());
         if (e != nullptr &&
             (!e->matches(k, k.hash()) || e->block_x != static_cast<uint32_t>(r * 100 + j))) {

@@ -15,17 +15,22 @@
 # than the device has; each checks the CudaError).
 #
 # $COMPUTE_SANITIZER overrides /usr/local/cuda/bin/compute-sanitizer; $TESTS the suites
-# (default "test_gpu test_torch test_autotune test_tma test_faults test_soak"). The soak tests
-# run 20,000 launches here (TRITON_EMBED_SOAK_LAUNCHES, TRITON_EMBED_TORCH_SOAK_LAUNCHES) and
-# check device memory but not the resident size, which the injected tool's own records grow. Exits 1 when a test fails or a run reports
-# an error that was not provoked on purpose.
+# (default "test_gpu test_torch test_autotune test_tma test_faults test_soak test_reload_soak").
+# The soak tests run 20,000 launches here (TRITON_EMBED_SOAK_LAUNCHES,
+# TRITON_EMBED_TORCH_SOAK_LAUNCHES) and check device memory but not the resident size, which the
+# injected tool's own records grow. test_reload_soak (a runtime-only program, through the tests'
+# CUDA shim) reloads the bundle bundle_record writes (recorded first when missing) 2000 times
+# under memcheck (about 2 minutes on an H200) and 20 times under racecheck, which it also runs
+# under (each cycle there took about 2 s on an H200, with four threads' kernels under
+# racecheck); TRITON_EMBED_RELOAD_CYCLES overrides both. Exits 1 when a test fails or a run reports an error that was not
+# provoked on purpose.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${1:?usage: $0 OUT_DIR}"
 BUILD="${BUILD_DIR:-/tmp/build}"
 CS="${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}"
-TESTS="${TESTS:-test_gpu test_torch test_autotune test_tma test_faults test_soak}"
+TESTS="${TESTS:-test_gpu test_torch test_autotune test_tma test_faults test_soak test_reload_soak}"
 PROVOKED="${PROVOKED:-CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE .* on CUDA API call to cuLaunchKernelEx|CUDA_ERROR_NO_BINARY_FOR_GPU .* on CUDA API call to cuModuleLoadData|CUDA_ERROR_OUT_OF_MEMORY .* on CUDA API call to cuMemAllocAsync}"
 export TRITON_EMBED_SOAK_LAUNCHES="${TRITON_EMBED_SOAK_LAUNCHES:-20000}"
 export TRITON_EMBED_TORCH_SOAK_LAUNCHES="${TRITON_EMBED_TORCH_SOAK_LAUNCHES:-20000}"
@@ -44,6 +49,11 @@ export TRITON_CACHE_DIR="$BUILD/triton_cache"
 export TRITON_EMBED_PYTHONPATH="$ROOT/tests/kernels"
 export PYTHONDONTWRITEBYTECODE=1
 export PYTORCH_NO_CUDA_MEMORY_CACHING=1
+export TE_BUNDLE_DIR="$BUILD/tests/bundles"
+if [[ " $TESTS " == *" test_reload_soak "* && ! -f "$TE_BUNDLE_DIR/record.teb" ]]; then
+  ctest --test-dir "$BUILD" -R '^bundle_record$' >"$OUT/bundle_record.log" 2>&1 ||
+    { echo "recording the bundle test_reload_soak loads failed: $OUT/bundle_record.log" >&2; exit 2; }
+fi
 
 failed=0
 summary="$OUT/summary.txt"
@@ -56,6 +66,13 @@ summary="$OUT/summary.txt"
 # run NAME TOOL EXE: TOOL is plain (no sanitizer), memcheck or racecheck.
 run() {
   local name="$1" tool="$2" exe="$BUILD/tests/$3" log="$OUT/$1.log" rc=0
+  local -a env=()
+  if [[ "$3" == test_reload_soak ]]; then  # runtime-only: the driver through the tests' shim
+    local cycles=2000
+    [[ "$tool" == racecheck ]] && cycles=20
+    env=(env "TRITON_EMBED_LIBCUDA=$BUILD/tests/libte_cuda_shim.so"
+         "TRITON_EMBED_RELOAD_CYCLES=${TRITON_EMBED_RELOAD_CYCLES:-$cycles}")
+  fi
   if [[ ! -x "$exe" ]]; then
     echo "$name: $exe not built" | tee -a "$summary"
     failed=1
@@ -64,9 +81,9 @@ run() {
   echo "running $name"
   local start=$SECONDS
   if [[ "$tool" == plain ]]; then
-    timeout 1200 "$exe" >"$log" 2>&1 || rc=$?
+    timeout 1200 "${env[@]}" "$exe" >"$log" 2>&1 || rc=$?
   else
-    timeout 1800 "$CS" --tool "$tool" --error-exitcode 86 --print-limit 100000 "$exe" >"$log" 2>&1 || rc=$?
+    timeout 1800 "${env[@]}" "$CS" --tool "$tool" --error-exitcode 86 --print-limit 100000 "$exe" >"$log" 2>&1 || rc=$?
   fi
   # compute-sanitizer exits 86 on errors: a pass when every error is one provoked on purpose
   # and every test passed.
@@ -86,7 +103,7 @@ run() {
   fi
   {
     echo "== $name: exit $rc, $((SECONDS - start)) s: $verdict"
-    grep -E "^\[  (PASSED|FAILED) |tests? ran\." "$log" || true
+    grep -E "^\[  (PASSED|FAILED) |tests? ran\.|^reload soak|^capturing on" "$log" || true
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" || true
     # API errors, each with the call and result (the same one from many launches, once).
     grep -E "Program hit .* on CUDA API call to" "$log" | sed 's/^=* *//' | sort | uniq -c || true
@@ -98,6 +115,7 @@ run() {
 for t in $TESTS; do run "plain_$t" plain "$t"; done
 for t in $TESTS; do run "memcheck_$t" memcheck "$t"; done
 [[ " $TESTS " == *" test_gpu "* ]] && run racecheck_test_gpu racecheck test_gpu
+[[ " $TESTS " == *" test_reload_soak "* ]] && run racecheck_test_reload_soak racecheck test_reload_soak
 
 cat "$summary"
 exit "$failed"

@@ -124,6 +124,19 @@ TE_SHIM_FORWARD(cuMemsetD8Async,
                 (unsigned long long ptr, unsigned char value, size_t count, void* stream),
                 (ptr, value, count, stream))
 TE_SHIM_FORWARD(cuStreamIsCapturing, (void* stream, int* status), (stream, status))
+TE_SHIM_FORWARD(cuCtxPushCurrent_v2, (void* ctx), (ctx))
+TE_SHIM_FORWARD(cuCtxPopCurrent_v2, (void** ctx), (ctx))
+TE_SHIM_FORWARD(cuStreamGetCaptureInfo_v2,
+                (void* stream, int* status, unsigned long long* id, void** graph, const void** deps,
+                 size_t* ndeps),
+                (stream, status, id, graph, deps, ndeps))
+TE_SHIM_FORWARD(cuUserObjectCreate,
+                (void** object, void* ptr, void (*destroy)(void*), unsigned count, unsigned flags),
+                (object, ptr, destroy, count, flags))
+TE_SHIM_FORWARD(cuUserObjectRelease, (void* object, unsigned count), (object, count))
+TE_SHIM_FORWARD(cuGraphRetainUserObject,
+                (void* graph, void* object, unsigned count, unsigned flags),
+                (graph, object, count, flags))
 
 TE_SHIM_EXPORT CUresult cuTensorMapEncodeTiled(void* map, int data_type, uint32_t rank,
                                                void* address, const uint64_t* dims,
