@@ -21,6 +21,7 @@
 #include "bundle/widen.h"
 #include "core/arg_format.h"
 #include "core/compiled_kernel.h"
+#include "core/reclaim.h"
 #include "core/registry.h"
 #include "core/settings.h"
 #include "triton_embed/bundle.h"
@@ -190,6 +191,7 @@ void record_at_exit_if_asked() {
 }
 
 void write_recording() {
+  const ReadSection reading;  // as write_bundle()
   static std::once_flag once;
   std::call_once(once, [] {
     const char* path = std::getenv("TRITON_EMBED_RECORD");
@@ -228,6 +230,9 @@ namespace triton_embed {
 
 void write_bundle(const std::string& path) {
   namespace b = detail::bundle;
+  // What it reads of the kernels (choices, entries) stays while it runs, even when another
+  // thread unloads bundles meanwhile.
+  const detail::ReadSection reading;
   b::write_file(detail::record_widening() ? b::widen_recording(b::record()) : b::record(), path);
 }
 

@@ -24,6 +24,7 @@
 #include "core/jit_internal.h"
 #include "core/kernel_source.h"
 #include "core/key_values.h"
+#include "core/reclaim.h"
 #include "core/specialize.h"
 #include "core/target.h"
 #include "triton_embed/bundle.h"
@@ -559,6 +560,7 @@ class Widen {
 }  // namespace
 
 Contents widen(const Bundle& in, const WidenOptions& options, WidenReport* report) {
+  const ReadSection reading;  // the plans and compiled kernels it reads stay while it runs
   return Widen(in, options, *report).run();
 }
 

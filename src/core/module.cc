@@ -141,6 +141,11 @@ void unload_modules(Entry& e) noexcept {
   const uint32_t n = e.nloaded.load(std::memory_order_acquire);
   if (n == 0) return;
   const cuda::Api& a = cuda::api();
+  // Relaxed: a thread capturing a graph meanwhile (in the global mode) neither makes these
+  // calls fail nor is invalidated by them.
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  const bool relaxed = a.cuThreadExchangeStreamCaptureMode != nullptr &&
+                       a.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
   for (uint32_t i = 0; i < n; ++i) {
     LoadedFunction& l = e.loaded[i];
     if (l.module == nullptr) continue;
@@ -151,6 +156,7 @@ void unload_modules(Entry& e) noexcept {
     }
     l.module = nullptr;
   }
+  if (relaxed) a.cuThreadExchangeStreamCaptureMode(&mode);  // the thread's own mode again
   e.nloaded.store(0, std::memory_order_release);
 }
 

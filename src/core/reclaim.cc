@@ -39,13 +39,20 @@ struct Domain {
 };
 
 Domain* g_domain = nullptr;  // made on first use, never destroyed (threads may launch at exit)
+pthread_key_t g_reader_key;  // its destructor takes an ending thread's reader off
 
+void lock_for_fork() noexcept;
+void unlock_after_fork() noexcept;
 void forget_other_threads() noexcept;
+void reader_gone(void* reader) noexcept;
 
 Domain& domain() {
   static Domain* d = [] {
     g_domain = new Domain();
-    pthread_atfork(nullptr, nullptr, forget_other_threads);
+    // A key's destructor runs after the thread's C++ thread_local destructors, which may
+    // still launch.
+    pthread_key_create(&g_reader_key, reader_gone);
+    pthread_atfork(lock_for_fork, unlock_after_fork, forget_other_threads);
     return g_domain;
   }();
   return *d;
@@ -62,26 +69,31 @@ void drop_reader(Domain& d, Reader* r) noexcept {
   }
 }
 
-// Takes the thread's reader off the domain when the thread ends (its storage goes with it).
-struct ReaderLease {
-  ~ReaderLease() {
-    Domain& d = domain();
-    std::lock_guard<std::mutex> lock(d.mu);
-    drop_reader(d, &t_reader);
-    t_reader.joined = false;
-  }
-};
+// A thread ends: its reader (in its thread-local storage, which goes with it) is taken off. A
+// section after this (another key's destructor) joins again, and is taken off again.
+void reader_gone(void* reader) noexcept {
+  Domain& d = domain();
+  std::lock_guard<std::mutex> lock(d.mu);
+  drop_reader(d, static_cast<Reader*>(reader));
+  static_cast<Reader*>(reader)->joined = false;
+}
 
-// A forked child has only the thread that forked: the others' readers are gone, and the lock
-// may have been held by one of them.
+// A fork waits for the domain's lock, so that the child never sees it half updated; the child,
+// which has only the thread that forked, takes the others' readers off.
+void lock_for_fork() noexcept {
+  if (g_domain != nullptr) g_domain->mu.lock();
+}
+void unlock_after_fork() noexcept {
+  if (g_domain != nullptr) g_domain->mu.unlock();
+}
 void forget_other_threads() noexcept {
   if (g_domain == nullptr) return;
   Domain& d = *g_domain;
-  new (&d.mu) std::mutex();
   const std::vector<Reader*> all = d.readers;
   for (Reader* r : all) {
     if (r != &t_reader) drop_reader(d, r);
   }
+  d.mu.unlock();
 }
 
 long membarrier(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0); }
@@ -122,16 +134,15 @@ size_t free_entry(std::unique_ptr<Entry> e) noexcept {
 struct ReclaimAccess {
   static std::vector<std::unique_ptr<Entry>>& entries(Retired& r) { return r.entries_; }
   static size_t size(const Retired& r) { return r.items_.size() + r.entries_.size(); }
+  static size_t items(const Retired& r) { return r.items_.size(); }
+  static void free_items(Retired& r) { r.free_items(); }
 };
 
 void join_readers() {
   Domain& d = domain();
-  {
-    std::lock_guard<std::mutex> lock(d.mu);
-    d.readers.push_back(&t_reader);
-  }
-  static thread_local ReaderLease lease;  // constructed once per thread: takes it off at exit
-  (void)lease;
+  std::lock_guard<std::mutex> lock(d.mu);
+  d.readers.push_back(&t_reader);
+  pthread_setspecific(g_reader_key, &t_reader);  // reader_gone when the thread ends
   t_reader.joined = true;
 }
 
@@ -141,18 +152,20 @@ void Retired::add_entries(std::vector<std::unique_ptr<Entry>>& v) {
   v.clear();
 }
 
-void Retired::free_all() noexcept {
+void Retired::free_items() noexcept {
   for (const Item& i : items_) i.free(i.p);
   items_.clear();
-  for (auto& e : entries_) {
-    if (e) free_entry(std::move(e));
-  }
+}
+
+void Retired::leak() noexcept {
+  items_.clear();
+  for (auto& e : entries_) (void)e.release();
   entries_.clear();
 }
 
 Retired& Retired::operator=(Retired&& o) noexcept {
   if (this != &o) {
-    free_all();
+    leak();
     items_ = std::move(o.items_);
     entries_ = std::move(o.entries_);
   }
@@ -182,31 +195,38 @@ void retire(Retired r) {
 
 size_t reclaim() {
   Domain& d = domain();
-  std::lock_guard<std::mutex> lock(d.mu);
+  std::vector<std::unique_ptr<Entry>> unload;  // freed after the lock: driver calls
   size_t freed = 0;
-  for (auto it = d.batches.begin(); it != d.batches.end();) {
-    if (!readers_left(*it)) {
-      ++it;
-      continue;
+  {
+    std::lock_guard<std::mutex> lock(d.mu);
+    for (auto it = d.batches.begin(); it != d.batches.end();) {
+      if (!readers_left(*it)) {
+        ++it;
+        continue;
+      }
+      Retired& r = it->retired;
+      freed += ReclaimAccess::items(r);
+      ReclaimAccess::free_items(r);
+      for (auto& e : ReclaimAccess::entries(r)) {
+        // Held by a graph: freed when CUDA has destroyed the last graph holding it.
+        (e->graph_holds.load(std::memory_order_acquire) != 0 ? d.graph_held : unload)
+            .push_back(std::move(e));
+      }
+      ReclaimAccess::entries(r).clear();
+      it = d.batches.erase(it);
     }
-    Retired& r = it->retired;
-    freed += ReclaimAccess::size(r);
-    for (auto& e : ReclaimAccess::entries(r)) {
-      if (e->graph_holds.load(std::memory_order_acquire) == 0) continue;
-      d.graph_held.push_back(std::move(e));  // freed when CUDA destroys its last graph
-      --freed;
+    for (auto it = d.graph_held.begin(); it != d.graph_held.end();) {
+      if ((*it)->graph_holds.load(std::memory_order_acquire) != 0) {
+        ++it;
+        continue;
+      }
+      unload.push_back(std::move(*it));
+      it = d.graph_held.erase(it);
     }
-    it = d.batches.erase(it);  // frees its objects and the entries left
+    freed += unload.size();
+    d.freed += freed;
   }
-  for (auto it = d.graph_held.begin(); it != d.graph_held.end();) {
-    if ((*it)->graph_holds.load(std::memory_order_acquire) != 0) {
-      ++it;
-      continue;
-    }
-    freed += free_entry(std::move(*it));
-    it = d.graph_held.erase(it);
-  }
-  d.freed += freed;
+  for (auto& e : unload) free_entry(std::move(e));
   return freed;
 }
 

@@ -50,6 +50,20 @@ TE_INTERNAL_API extern __thread Reader t_reader __attribute__((tls_model("initia
 // Registers the calling thread's reader (its first section).
 TE_INTERNAL_API void join_readers();
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TE_SECTION_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define TE_SECTION_TSAN 1
+#endif
+#if defined(__x86_64__) && !defined(TE_SECTION_TSAN)
+#define TE_SECTION_ASM 1
+#else
+#define TE_SECTION_ASM 0
+#endif
+
 // While one lives, nothing the calling thread finds in the kernels' tables is freed. Nests.
 // The stores need no fence: the reclaiming side's barrier (membarrier) makes a section's entry
 // visible before it looks (or the section's reads see what it unpublished before), and x86
@@ -59,7 +73,7 @@ class ReadSection {
  public:
   ReadSection() {
     if (TE_UNLIKELY(!t_reader.joined)) join_readers();
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#if TE_SECTION_ASM
     asm volatile("addl $1, %0" : "+m"(t_reader.depth) : : "memory", "cc");
 #else
     __atomic_store_n(&t_reader.depth, __atomic_load_n(&t_reader.depth, __ATOMIC_RELAXED) + 1,
@@ -68,7 +82,7 @@ class ReadSection {
 #endif
   }
   ~ReadSection() {
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#if TE_SECTION_ASM
     asm volatile(
         "subl $1, %0\n\t"
         "jnz 1f\n\t"
@@ -91,7 +105,9 @@ class ReadSection {
 };
 
 // What one unload forgot: the objects the launch path may have been reading, freed together
-// once the readers have let go of them. Cache entries are apart: a captured graph may hold one.
+// once the readers have let go of them (reclaim() frees them; a batch destroyed otherwise, as
+// when an exception leaves the unload half done, leaks them rather than free what a reader may
+// still hold). Cache entries are apart: a captured graph may hold one.
 class Retired {
  public:
   template <class T>
@@ -109,13 +125,13 @@ class Retired {
 
   Retired() = default;
   Retired(Retired&&) noexcept = default;
-  // Frees what this held (as its destructor does), then takes o's.
-  Retired& operator=(Retired&& o) noexcept;
-  ~Retired() { free_all(); }
+  Retired& operator=(Retired&& o) noexcept;  // leaks what this held, then takes o's
+  ~Retired() { leak(); }
 
  private:
   friend struct ReclaimAccess;
-  void free_all() noexcept;
+  void free_items() noexcept;  // the objects, not the entries
+  void leak() noexcept;
   struct Item {
     void* p;
     void (*free)(void*);

@@ -73,6 +73,9 @@ Api load() {
       reinterpret_cast<decltype(a.cuUserObjectRelease)>(dlsym(lib, "cuUserObjectRelease"));
   a.cuGraphRetainUserObject =
       reinterpret_cast<decltype(a.cuGraphRetainUserObject)>(dlsym(lib, "cuGraphRetainUserObject"));
+  a.cuThreadExchangeStreamCaptureMode =
+      reinterpret_cast<decltype(a.cuThreadExchangeStreamCaptureMode)>(
+          dlsym(lib, "cuThreadExchangeStreamCaptureMode"));
   a.cuTensorMapEncodeTiled = reinterpret_cast<decltype(a.cuTensorMapEncodeTiled)>(
       dlsym(lib, "cuTensorMapEncodeTiled"));  // CUDA 12.0+: host tensor descriptors
   const CUresult r = a.cuInit(0);

@@ -49,6 +49,9 @@ struct Api {
                                  unsigned int) = nullptr;
   CUresult (*cuUserObjectRelease)(CUuserObject, unsigned int) = nullptr;
   CUresult (*cuGraphRetainUserObject)(CUgraph, CUuserObject, unsigned int, unsigned int) = nullptr;
+  // Optional (CUDA 10.1+): a thread's capture mode, relaxed while it unloads modules, so that
+  // another thread's capture is not disturbed.
+  CUresult (*cuThreadExchangeStreamCaptureMode)(CUstreamCaptureMode*) = nullptr;
   // Optional (CUDA 12+ drivers): host tensor descriptors (src/core/tensor_map.cc).
   CUresult (*cuTensorMapEncodeTiled)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
                                      const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,

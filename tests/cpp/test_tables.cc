@@ -190,8 +190,9 @@ TEST(EntryTable, GrowsAndKeepsEveryEntry) {
 
 TEST(EntryTable, ClearForgetsEveryEntryAndTheTableFillsAgain) {
   d::EntryTable t;
-  d::Retired tables;  // freed at the end: no reader here
-  t.clear(tables);    // an empty table clears to an empty table
+  d::Retired tables;
+  t.clear(tables);               // an empty table clears to an empty table
+  d::retire(std::move(tables));  // freed at once: no reader here
   EXPECT_EQ(t.size(), 0u);
   constexpr int kN = 100;
   std::vector<d::Key> keys;
@@ -203,6 +204,7 @@ TEST(EntryTable, ClearForgetsEveryEntryAndTheTableFillsAgain) {
   }
   ASSERT_EQ(t.size(), static_cast<size_t>(kN));
   t.clear(tables);
+  d::retire(std::move(tables));
   EXPECT_EQ(t.size(), 0u);
   for (int i = 0; i < kN; ++i) EXPECT_EQ(t.find(keys[i], keys[i].hash()), nullptr) << i;
   // The table does not own its entries: clearing leaves them as they were.

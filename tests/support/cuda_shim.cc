@@ -133,6 +133,7 @@ TE_SHIM_FORWARD(cuStreamGetCaptureInfo_v2,
 TE_SHIM_FORWARD(cuUserObjectCreate,
                 (void** object, void* ptr, void (*destroy)(void*), unsigned count, unsigned flags),
                 (object, ptr, destroy, count, flags))
+TE_SHIM_FORWARD(cuThreadExchangeStreamCaptureMode, (int* mode), (mode))
 TE_SHIM_FORWARD(cuUserObjectRelease, (void* object, unsigned count), (object, count))
 TE_SHIM_FORWARD(cuGraphRetainUserObject,
                 (void* graph, void* object, unsigned count, unsigned flags),
