@@ -363,23 +363,23 @@ void launch_plain(KernelState* kernel, const InternedOptions* options, const Lau
 
 void launch_at(KernelState* kernel, const InternedOptions* options, const LaunchSite& site,
                const ArgValue* args, size_t nargs) {
-  const ReadSection reading;
   if (TE_UNLIKELY(!kernel->layers.empty())) {
-    launch_call_at(kernel, options, site, positional_call(args, nargs));
+    launch_call_at(kernel, options, site, positional_call(args, nargs));  // its own section
     return;
   }
+  const ReadSection reading;
   launch_in(kernel, site.capture != nullptr ? nullptr : &cuda::current_context(), options, site,
             args, nargs);
 }
 
 void launch(KernelState* kernel, const InternedOptions* options, const GridSpec& grid,
             Stream stream, const ArgValue* args, size_t nargs) {
-  const ReadSection reading;
   const LaunchSite site{&grid, stream};
   if (TE_UNLIKELY(!kernel->layers.empty())) {
-    launch_call_at(kernel, options, site, positional_call(args, nargs));
+    launch_call_at(kernel, options, site, positional_call(args, nargs));  // its own section
     return;
   }
+  const ReadSection reading;
   launch_in(kernel, &cuda::current_context(), options, site, args, nargs);
 }
 
@@ -387,11 +387,11 @@ bool launch_if_on_device(int ordinal, KernelState* kernel, const InternedOptions
                          const GridSpec& grid, Stream stream, const CallArgs& call) {
   const cuda::ContextInfo& ctx = cuda::current_context();
   if (ctx.ordinal != ordinal) return false;
-  const ReadSection reading;
   const LaunchSite site{&grid, stream};
   if (call.nnamed == 0 && kernel->layers.empty()) {
+    const ReadSection reading;
     launch_in(kernel, &ctx, options, site, call.vals, call.npos);
-  } else {
+  } else {  // its own section
     launch_call_at(kernel, options, site, call);
   }
   return true;
