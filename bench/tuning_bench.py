@@ -6,9 +6,11 @@ with an empty Triton cache, and how compiling scales with threads and with proce
 
 Rows (each against the serial path on the same machine, empty caches on both sides):
   - the first launch of tuning_kernels.tma_matmul_48 (48 configs) from C++ (launch_bench
-    tune-matmul) against Triton's Autotuner in Python (kernel[grid](...)) on the same kernel;
+    tune-matmul) against Triton's Autotuner in Python (kernel[grid](...)) on the same kernel,
+    with the configs compiled on worker processes (the default), on as many threads, and on one;
   - `triton-embed-bundle tune` of row_softmax at 17 row lengths (17 tuning keys x 6 configs);
-  - `triton-embed-bundle build` of 100 calls of row_normalize for 3 targets.
+  - `triton-embed-bundle build` of 100 calls of row_normalize for 3 targets;
+  - (--rows scaling) the 48 configs compiled by threads and by processes of Python's own pools.
 Writes DIR/tuning.json and DIR/tuning.md."""
 
 import argparse
@@ -26,13 +28,21 @@ BUILD_NS = [64 * i for i in range(1, 101)]  # 100 row lengths: 100 kernels per t
 BUILD_TARGETS = ["cuda:80", "cuda:90", "cuda:100"]
 
 
-def fresh_env(workers=None):
+VERBOSE = False  # --verbose: progress printed, and each run's stderr kept in tuning.json
+
+
+def fresh_env(workers=None, processes=True):
     env = dict(os.environ)
+    if VERBOSE:
+        env["TRITON_EMBED_PRINT_AUTOTUNING"] = "1"
     env["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="tuning_bench_cache_")
     env["PYTHONPATH"] = HERE + os.pathsep + env.get("PYTHONPATH", "")
     env.pop("TRITON_EMBED_COMPILE_WORKERS", None)
+    env.pop("TRITON_EMBED_COMPILE_PROCESSES", None)
     if workers is not None:
         env["TRITON_EMBED_COMPILE_WORKERS"] = str(workers)
+    if not processes:
+        env["TRITON_EMBED_COMPILE_PROCESSES"] = "0"
     return env
 
 
@@ -164,8 +174,11 @@ def main():
     ap.add_argument("--build", default=os.path.join(os.path.dirname(HERE), "build"))
     ap.add_argument("--out")
     ap.add_argument("--size", type=int, default=4096)
-    ap.add_argument("--rows", default="matmul,tune,build,scaling")
+    ap.add_argument("--rows", default="matmul,tune,build")
+    ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
+    global VERBOSE
+    VERBOSE = a.verbose
     if a.child is not None:
         kind = a.child[0]
         if kind == "python_autotune":
@@ -187,14 +200,22 @@ def main():
         py = run_child(["python_autotune", str(a.size)], fresh_env())
         print("python autotune", py, flush=True)
         cpp = {}
-        for workers in (cpus, 1):
-            wall, out, _ = timed([bench, "tune-matmul", str(a.size), str(py["sms"])], fresh_env(workers))
-            cpp[workers] = last_json(out)
-            cpp[workers]["process_s"] = wall
-            print("C++ tune, %d workers" % workers, cpp[workers], flush=True)
-        res["matmul"] = {"python": py, "cpp_parallel": cpp[cpus], "cpp_serial": cpp[1],
-                         "ratio_vs_python": py["tune_s"] / cpp[cpus]["tune_s"],
-                         "ratio_vs_serial": cpp[1]["tune_s"] / cpp[cpus]["tune_s"]}
+        # Worker processes (the default), the same count of threads, one worker (serial).
+        for name, workers, processes in (("processes", cpus, True), ("threads", cpus, False),
+                                         ("serial", 1, True)):
+            wall, out, err = timed([bench, "tune-matmul", str(a.size), str(py["sms"])],
+                                   fresh_env(workers, processes))
+            cpp[name] = last_json(out)
+            cpp[name]["process_s"] = wall
+            if VERBOSE:
+                cpp[name]["stderr"] = err[-6000:]
+            print("C++ tune, %s" % name, {k: v for k, v in cpp[name].items() if k != "stderr"},
+                  flush=True)
+        res["matmul"] = {"python": py, "cpp_parallel": cpp["processes"], "cpp_threads": cpp["threads"],
+                         "cpp_serial": cpp["serial"],
+                         "ratio_vs_python": py["tune_s"] / cpp["processes"]["tune_s"],
+                         "ratio_vs_serial": cpp["serial"]["tune_s"] / cpp["processes"]["tune_s"],
+                         "threads_ratio_vs_python": py["tune_s"] / cpp["threads"]["tune_s"]}
 
     tune_calls, build_calls = calls_files(tmp)
     for row, calls, extra in (("tune", tune_calls, []),
@@ -209,6 +230,8 @@ def main():
             r[workers] = {"seconds": wall, "summary": out.strip().splitlines()[-1],
                           "tuned": [line for line in out.splitlines() if " key " in line],
                           "entries": bundle_listing(tool, out_path)}
+            if VERBOSE:
+                res.setdefault("stderr", {})["%s_%d" % (row, workers)] = err[-6000:]
             print(row, workers, "workers:", round(wall, 2), "s;", r[workers]["summary"], flush=True)
         res[row] = {"parallel_s": r[cpus]["seconds"], "serial_s": r[1]["seconds"],
                     "ratio": r[1]["seconds"] / r[cpus]["seconds"],
@@ -232,10 +255,14 @@ def main():
         lines += ["| tma_matmul_48 first launch (48 configs) | seconds |", "| --- | ---: |",
                   "| Triton's Autotuner in Python | %.2f |" % m["python"]["tune_s"],
                   "| triton_embed from C++, 1 compile worker | %.2f |" % m["cpp_serial"]["tune_s"],
-                  "| triton_embed from C++, %d compile workers (compiling %.2f s) | %.2f |"
+                  "| triton_embed from C++, %d compile threads (compiling %.2f s, then benchmarking) | %.2f |"
+                  % (cpus, m["cpp_threads"]["compile_s"], m["cpp_threads"]["tune_s"]),
+                  "| triton_embed from C++, %d compile worker processes (compiling %.2f s, while "
+                  "benchmarking) | %.2f |"
                   % (cpus, m["cpp_parallel"]["compile_s"], m["cpp_parallel"]["tune_s"]),
-                  "| ratio vs Python / vs 1 worker | %.2fx / %.2fx |"
-                  % (m["ratio_vs_python"], m["ratio_vs_serial"]), ""]
+                  "| ratio vs Python / vs 1 worker (processes) | %.2fx / %.2fx |"
+                  % (m["ratio_vs_python"], m["ratio_vs_serial"]),
+                  "| ratio vs Python (threads) | %.2fx |" % m["threads_ratio_vs_python"], ""]
     for row in ("tune", "build"):
         if row in res:
             r = res[row]

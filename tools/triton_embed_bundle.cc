@@ -48,6 +48,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -146,6 +147,7 @@ std::string loaded_library_dir(const char* soname) {
 
 using SetTuningCallback = void (*)(std::function<void(const triton_embed::TuningProgress&)>);
 SetTuningCallback g_set_tuning_callback = nullptr;  // set by load_jit_layer
+void (*g_prepare_tuning)() = nullptr;               // likewise
 
 // Loads libpython, then the JIT layer (libtriton_embed.so, from the directory of the runtime
 // library this tool runs with: both trees keep the two side by side). Never unloaded.
@@ -176,6 +178,8 @@ void load_jit_layer() {
   // runtime only): by its C++ name.
   g_set_tuning_callback = reinterpret_cast<SetTuningCallback>(
       dlsym(lib, "_ZN12triton_embed19set_tuning_callbackESt8functionIFvRKNS_14TuningProgressEEE"));
+  g_prepare_tuning =
+      reinterpret_cast<void (*)()>(dlsym(lib, "_ZN12triton_embed14prepare_tuningEv"));
 }
 
 // Runs f(); an error it throws is thrown again, of the same type, with `where` before its
@@ -411,9 +415,12 @@ const te::detail::TuneLayer* tune_layer(const te::JitFunction& k) {
 // call's integer key arguments not specialised (no "divisible by 16", no constant 1), so that
 // a program without the JIT launches keys a tuning rule serves from this choice (with a less
 // specialised entry: docs/bundle_format.md). Returns nullptr when the key has no integer
-// argument, or the config sets a meta-parameter that is not an int or a bool.
+// argument, or the config sets a meta-parameter that is not an int or a bool. With
+// `hand_over`, the call is only handed to the compile worker processes (precompile_call) and
+// nullptr returned: its compile later finds it in Triton's cache.
 const te::CompiledKernel* compile_generic(const te::JitFunction& k, const tools::BoundCall& b,
-                                          const te::TuningResult& r, std::string* why) {
+                                          const te::TuningResult& r, std::string* why,
+                                          te::detail::PendingCompiles* hand_over = nullptr) {
   const te::detail::TuneLayer* t = tune_layer(k);
   const te::detail::KernelState& ks = *JitAccess::state(k);
   if (ks.layers.size() != 1) {
@@ -470,6 +477,10 @@ const te::CompiledKernel* compile_generic(const te::JitFunction& k, const tools:
   a.npos = static_cast<uint32_t>(b.npos);
   a.nnamed = static_cast<uint32_t>(names.size());
   a.names = names.data();
+  if (hand_over != nullptr) {
+    te::detail::precompile_call(JitAccess::state(inner), JitAccess::options(inner), a, hand_over);
+    return nullptr;
+  }
   return &te::detail::compile_call(JitAccess::state(inner), JitAccess::options(inner), a, nullptr);
 }
 
@@ -565,6 +576,9 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
   te::RuntimeOptions options;
   options.python_paths = python_paths;
   te::initialize(options);
+  // Tuning on the GPU imports torch for Triton's benchmark: begun now, while the calls are
+  // planned and compiled, not when the first tuning starts.
+  if (tune && g_prepare_tuning != nullptr && te::cuda_available()) g_prepare_tuning();
   if (tune) {
     // Progress on stderr: kernel, key, configs done of total, the best so far.
     if (g_set_tuning_callback == nullptr) {
@@ -575,7 +589,8 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
     g_set_tuning_callback([](const te::TuningProgress& p) {
       std::cerr << "tune: " << p.kernel << " key " << p.key << ": " << p.done << "/" << p.total
                 << " configs, best so far " << p.best << " (" << p.best_ms << " ms); compiled in "
-                << p.compile_s << " s on " << p.workers << " workers, benchmarked in "
+                << p.compile_s << " s on " << p.workers
+                << (p.processes ? " worker processes" : " threads") << ", benchmarked in "
                 << p.benchmark_s << " s\n";
     });
   }
@@ -635,6 +650,30 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
     for (size_t t = 0; t < plan[i].targets.size(); ++t) jobs.push_back({i, t});
   }
   te::set_target(std::nullopt);  // a call for the GPU compiles for the GPU's target
+  // Where compile worker processes compile, every job is handed to them first (its compile
+  // below then waits for its own and finds it in Triton's cache).
+  te::detail::PendingCompiles handed;
+  std::mutex handed_mu;
+  const auto hand_over = [&](const Planned& p, const std::optional<te::Target>& t,
+                             const te::detail::CallArgs& args) {
+    if (!te::detail::compiles_elsewhere(JitAccess::state(p.h))) return;
+    te::detail::JobTarget target(t ? te::detail::target_code(t->arch, t->warp_size) : 0);
+    te::detail::PendingCompiles mine;
+    try {
+      te::detail::precompile_call(JitAccess::state(p.h), JitAccess::options(p.h), args, &mine);
+    } catch (...) {
+      return;  // met again, and said, by the compile below
+    }
+    std::lock_guard<std::mutex> lock(handed_mu);
+    handed.insert(handed.end(), mine.begin(), mine.end());
+  };
+  te::detail::run_jobs(jobs.size(), [&](size_t j) {
+    const Planned& p = plan[jobs[j].call];
+    const std::optional<te::Target>& t = p.targets[jobs[j].target];
+    if (!(tune && autotuned(p.k)) || t || grids.count(p.k.module() + "." + p.k.name()) != 0) {
+      hand_over(p, t, p.b.args());
+    }
+  });
   te::detail::run_jobs(jobs.size(), [&](size_t j) {
     Job& job = jobs[j];
     const Planned& p = plan[job.call];
@@ -664,6 +703,7 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
   // error (thrown below, after the errors of the jobs before it).
   std::vector<const te::CompiledKernel*> compiled(jobs.size());
   std::vector<const te::TuningResult*> results(jobs.size());
+  std::vector<te::detail::PendingCompiles> generic_handed(jobs.size());  // the twins below
   size_t failed = jobs.size();
   std::exception_ptr failure;
   for (size_t j = 0; j < jobs.size(); ++j) try {
@@ -708,6 +748,16 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
       if (tune && autotuned(k)) {
         results[j] =
             te::detail::tuning_result_call(JitAccess::state(h), JitAccess::options(h), b.args());
+        // Its generic twin (below) handed to the compile worker processes now, compiling
+        // while the next keys are tuned.
+        if (results[j] != nullptr && te::detail::compiles_elsewhere(JitAccess::state(k))) {
+          try {
+            std::string why;
+            compile_generic(k, b, *results[j], &why, &generic_handed[j]);
+          } catch (...) {
+            // met again, and said, by its compile below
+          }
+        }
       }
     } catch (...) {
       failed = j;

@@ -53,10 +53,13 @@ struct TuningResult {
    *  timings, or when the kernel has a single config). */
   std::vector<ConfigTiming> timings;
   bool from_cache = false;  //!< the choice came from Triton's in-memory or disk cache
-  double seconds = 0;       //!< time spent tuning: compiling the configs, then benchmarking them
-  /*! of \c seconds, the time spent compiling the configs (in parallel, before the benchmarks:
-   *  set_compile_workers) */
+  /*! time spent tuning, from the benchmark loop's start to the choice (Triton's \c bench_time) */
+  double seconds = 0;
+  /*! how long compiling the configs took (in parallel: set_compile_workers). On compile worker
+   *  processes (the default) the compiles run while the first configs are benchmarked, and may
+   *  have begun before \c seconds did; on threads they come first. */
   double compile_seconds = 0;
+  double benchmark_seconds = 0;  //!< of \c seconds, the time in Triton's benchmarks
 };
 
 /*! \brief Progress of a tuning run, reported after each configuration. */
@@ -67,10 +70,13 @@ struct TuningProgress {
   size_t total = 0;         //!< configurations to benchmark (after pruning)
   std::string_view best;    //!< \c str() of the best configuration so far
   double best_ms = 0;       //!< its time (median, ms)
-  double elapsed_s = 0;     //!< seconds since tuning this key started
-  double compile_s = 0;     //!< of them, compiling the configs (in parallel, first)
-  double benchmark_s = 0;   //!< of them, benchmarking the configs (one at a time)
-  size_t workers = 1;       //!< threads that compiled them (set_compile_workers)
+  double elapsed_s = 0;     //!< seconds since this key's benchmark loop started
+  /*! how long compiling the configs took so far (in parallel; on worker processes while the
+   *  benchmarks run, so compile_s + benchmark_s may exceed elapsed_s) */
+  double compile_s = 0;
+  double benchmark_s = 0;  //!< time in Triton's benchmarks so far (one config at a time)
+  size_t workers = 1;      //!< compile workers that compiled them (set_compile_workers)
+  bool processes = false;  //!< they were worker processes (else threads of this process)
 };
 
 /*! \brief Called after each configuration of every tuning run, on the tuning thread (without
@@ -83,5 +89,16 @@ struct TuningProgress {
  *  });
  *  \endcode */
 TRITON_EMBED_API void set_tuning_callback(std::function<void(const TuningProgress&)> callback);
+
+/*! \brief Starts, on a background thread, what the first tuning of this process would do before
+ *  its first benchmark: importing torch and Triton's benchmark into the embedded interpreter and
+ *  starting Triton's CUDA driver (seconds, mostly torch's import). Returns at once; calls after
+ *  the first do nothing. A program that will tune (triton-embed-bundle tune does) calls it
+ *  early, so that its first tuning does not wait for that; a failure there is left to the
+ *  tuning, which meets it and raises it. Needs the JIT layer (libtriton_embed.so).
+ *  \code
+ *  triton_embed::prepare_tuning();   // at start-up; the first tuned launch comes later
+ *  \endcode */
+TRITON_EMBED_API void prepare_tuning();
 
 }  // namespace triton_embed

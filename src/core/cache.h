@@ -14,9 +14,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <vector>
 
 #include "base/internal_api.h"
@@ -27,6 +27,8 @@
 #include "triton_embed/jit.h"
 
 namespace triton_embed::detail {
+
+class PendingCompile;  // core/kernel_source.h
 
 constexpr size_t kMaxKeyWords = 320;
 constexpr size_t kMaxLeaves = 160;
@@ -172,8 +174,9 @@ struct Cache {
   std::vector<std::unique_ptr<Entry>> retired;  // forgotten by an unload, or built as one ran
   OncePerKey building;                          // keys being compiled (or read from a bundle)
   // Keys compiled into the compiler's own cache and not kept (warm_entry; under mu): each is
-  // warmed once per process.
-  std::set<std::vector<uint64_t>> warmed;
+  // warmed once per process, here (nullptr) or in another process (its pending compile, which
+  // a build of the key waits for; one that failed there is warmed again).
+  std::map<std::vector<uint64_t>, std::shared_ptr<PendingCompile>> warmed;
 };
 
 }  // namespace triton_embed::detail

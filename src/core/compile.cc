@@ -19,6 +19,15 @@ namespace triton_embed::detail {
 
 namespace {
 
+// The key as Cache::warmed holds it.
+std::vector<uint64_t> warmed_id(const Key& key) {
+  std::vector<uint64_t> id;
+  id.reserve(key.n + 1);
+  id.push_back(static_cast<uint64_t>(key.target) << 32 | key.options);
+  id.insert(id.end(), key.w, key.w + key.n);
+  return id;
+}
+
 // A miss that no loaded bundle holds, in a program with no JIT layer: nothing can build the
 // entry. Says what was asked for and what the bundles hold of the kernel.
 [[noreturn]] void throw_not_in_bundle(const KernelState& k, const InternedOptions& opts,
@@ -45,6 +54,7 @@ class EntryBuild final : public OncePerKey::Build {
       : k_(k), opts_(opts), key_(key), hash_(hash), args_(args), leaves_(leaves) {}
   void* find() override { return k_.cache.table.find(key_, hash_); }
   void make() override {
+    wait_for_warm();
     for (SourceSlot slot : {SourceSlot::kBundles, SourceSlot::kJit}) {
       KernelSource* s = source(slot);
       if (s == nullptr) continue;
@@ -75,6 +85,20 @@ class EntryBuild final : public OncePerKey::Build {
   }
 
  private:
+  // A compile of the key handed to another process (warm_entry): once it finished, the
+  // source's compile below finds its result in Triton's cache.
+  void wait_for_warm() {
+    std::shared_ptr<PendingCompile> there;
+    {
+      std::lock_guard<std::mutex> lock(k_.cache.mu);
+      if (k_.cache.warmed.empty()) return;
+      const auto it = k_.cache.warmed.find(warmed_id(key_));
+      if (it == k_.cache.warmed.end()) return;
+      there = it->second;
+    }
+    if (there != nullptr) there->wait();
+  }
+
   KernelState& k_;
   const InternedOptions& opts_;
   const Key& key_;
@@ -87,24 +111,38 @@ class EntryBuild final : public OncePerKey::Build {
 }  // namespace
 
 void warm_entry(KernelState& k, const InternedOptions& opts, const Key& key, uint64_t h,
-                const ArgValue* args, const LeafList& leaves) {
+                const ArgValue* args, const LeafList& leaves, PendingCompiles* pending) {
   if (k.cache.table.find(key, h) != nullptr) return;  // compiled and kept already
   KernelSource* jit = source(SourceSlot::kJit);
   if (jit == nullptr) return;  // nothing compiles here: a miss asks the bundles
-  std::vector<uint64_t> id;
-  id.reserve(key.n + 1);
-  id.push_back(static_cast<uint64_t>(key.target) << 32 | key.options);
-  id.insert(id.end(), key.w, key.w + key.n);
+  const std::vector<uint64_t> id = warmed_id(key);
   {
     std::lock_guard<std::mutex> lock(k.cache.mu);
-    if (!k.cache.warmed.insert(id).second) return;
+    auto [it, inserted] = k.cache.warmed.try_emplace(id);
+    if (!inserted) {
+      const std::shared_ptr<PendingCompile>& there = it->second;
+      // Warmed here, or handed to another process that is compiling it or compiled it.
+      if (there == nullptr || !there->finished() || there->compiled()) {
+        if (there != nullptr && pending != nullptr) pending->push_back(there);
+        return;
+      }
+      it->second = nullptr;  // it failed there: warmed again
+    }
   }
+  std::shared_ptr<PendingCompile> elsewhere;
   try {
-    jit->warm_entry(k, opts, key, args, leaves);
+    jit->warm_entry(k, opts, key, args, leaves, pending != nullptr ? &elsewhere : nullptr);
   } catch (...) {
     std::lock_guard<std::mutex> lock(k.cache.mu);  // the next warm tries again
     k.cache.warmed.erase(id);
     throw;
+  }
+  if (elsewhere != nullptr) {
+    {
+      std::lock_guard<std::mutex> lock(k.cache.mu);
+      k.cache.warmed[id] = elsewhere;
+    }
+    pending->push_back(std::move(elsewhere));
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,10 @@
 namespace triton_embed::detail {
 
 constexpr size_t kMaxArgs = 96;
+
+// Compiles handed to compile worker processes (core/kernel_source.h).
+class PendingCompile;
+using PendingCompiles = std::vector<std::shared_ptr<PendingCompile>>;
 
 // Options interned once per distinct set: `id` goes into the cache key.
 struct InternedOptions {
@@ -63,9 +68,15 @@ TE_INTERNAL_API std::vector<const CompiledKernel*> warmup_call(KernelState* kern
                                                                const CallArgs& call);
 // The call compiled into Triton's cache (warm_entry), keeping no entry: at an autotune layer,
 // every pruned config on the compile workers (after its pre_hook when the runtime applies
-// it), failures left to the tuning that follows (triton-embed-bundle tune).
+// it), failures left to the tuning that follows (triton-embed-bundle tune). With `pending`,
+// compiles the JIT layer hands to compile worker processes are appended there and this
+// returns once they are handed over; a later compile of one waits for it.
 TE_INTERNAL_API void precompile_call(KernelState* kernel, const InternedOptions* options,
-                                     const CallArgs& call);
+                                     const CallArgs& call, PendingCompiles* pending = nullptr);
+// True when the JIT layer hands the kernel's compiles to compile worker processes now: a
+// caller about to compile many of its calls precompiles them first (precompile_call with
+// `pending`), then compiles each, from Triton's cache.
+TE_INTERNAL_API bool compiles_elsewhere(const KernelState* kernel);
 TE_INTERNAL_API const TuningResult* tuning_result_call(KernelState* kernel,
                                                        const InternedOptions* options,
                                                        const CallArgs& call);

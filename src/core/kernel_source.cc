@@ -341,6 +341,11 @@ std::vector<const Choice*> choices_of(KernelSource& s, KernelState& k, TuneLayer
 
 }  // namespace
 
+bool compiles_elsewhere(const KernelState* k) {
+  KernelSource* jit = source(SourceSlot::kJit);
+  return jit != nullptr && jit->compiles_elsewhere(*k);
+}
+
 size_t layer_index(const KernelState& k, const TuneLayer& t) {
   for (size_t i = 0; i < k.layers.size(); ++i) {
     if (k.layers[i]->tune.get() == &t) return i;

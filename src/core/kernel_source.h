@@ -14,6 +14,7 @@
 //
 // Each member's default answers "not held here".
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -54,6 +55,24 @@ struct ChoiceDecision {
   std::unique_ptr<Choice> choice;
 };
 
+// A compile a source runs in another process (a compile worker process, src/python/): it
+// fills the compiler's own cache, from which a later build_entry (or Triton's launcher) of the
+// key compiles quickly. A compile there that fails or never finishes only costs time: the key
+// is then compiled here, as it would have been, and meets its error here.
+class PendingCompile {
+ public:
+  virtual ~PendingCompile() = default;
+  // Waits until it finished (releasing the GIL where this thread holds it); true when it
+  // compiled there.
+  virtual bool wait() = 0;
+  // True once it finished (compiled or failed), without waiting.
+  virtual bool finished() const noexcept = 0;
+  // True once it finished and compiled there, without waiting.
+  virtual bool compiled() const noexcept = 0;
+  // When it finished (meaningful once finished()).
+  virtual std::chrono::steady_clock::time_point finished_at() const noexcept = 0;
+};
+
 class KernelSource {
  public:
   virtual ~KernelSource() = default;
@@ -68,11 +87,16 @@ class KernelSource {
                                              const LeafList& leaves) = 0;
   // Compiles `key` into the compiler's own cache (Triton's disk cache) and keeps nothing: a
   // later build_entry, or Triton's launcher benchmarking a config in Python, finds it there.
-  // False when this source compiles nothing. Called with no lock held and the GIL not held.
+  // With `elsewhere`, where compiles_elsewhere(k), it hands the compile to another process,
+  // sets *elsewhere and returns at once. False when this source compiles nothing. Called with
+  // no lock held and the GIL not held.
   virtual bool warm_entry(KernelState&, const InternedOptions&, const Key&, const ArgValue*,
-                          const LeafList&) {
+                          const LeafList&, std::shared_ptr<PendingCompile>* /*elsewhere*/) {
     return false;
   }
+  // True when warm_entry would hand k's compiles to other processes now (a caller about to
+  // compile many keys of k here hands them there first, then builds each from the cache).
+  virtual bool compiles_elsewhere(const KernelState&) { return false; }
   // What this source holds of kernel k when no source builds the entry for `key` (for
   // NotInBundleError): its nearest entries and why none serves the call, or empty.
   virtual std::string nearest_entries(const KernelState&, const InternedOptions&, const Key&,

@@ -425,12 +425,13 @@ const CompiledKernel& compile(KernelState* kernel, const InternedOptions* option
   return *find_or_compile(k, options, b)->kernel;
 }
 
-void warm(KernelState* kernel, const InternedOptions* options, const ArgValue* args, size_t nargs) {
+void warm(KernelState* kernel, const InternedOptions* options, const ArgValue* args, size_t nargs,
+          PendingCompiles* pending) {
   const ReadSection reading;
   KernelState& k = *kernel;
   Bound b;
   bind(k, options, args, nargs, compile_target(k), b);
-  warm_entry(k, *options, b.key, b.hash, b.args, b.leaves);
+  warm_entry(k, *options, b.key, b.hash, b.args, b.leaves, pending);
 }
 
 const CompiledKernel& prepare_kernel(KernelState* kernel, const InternedOptions* options,

@@ -98,8 +98,10 @@ inline void capture_at(const LaunchSite& site, const KernelState& kernel, Entry*
 }
 
 // compile()'s call compiled into Triton's own cache, keeping no entry (warm_entry): a plain
-// kernel's, at the end of a walk whose frame precompiles a tuning's configs.
-void warm(KernelState* kernel, const InternedOptions* options, const ArgValue* args, size_t nargs);
+// kernel's, at the end of a walk whose frame precompiles a tuning's configs. `pending`: as
+// warm_entry's.
+void warm(KernelState* kernel, const InternedOptions* options, const ArgValue* args, size_t nargs,
+          PendingCompiles* pending);
 
 // compile(), then load the kernel into the current context (JitFunction::prepare).
 const CompiledKernel& prepare_kernel(KernelState* kernel, const InternedOptions* options,

@@ -315,8 +315,10 @@ std::vector<const CompiledKernel*> warmup_call(KernelState* kernel, const Intern
   return all;
 }
 
-void precompile_call(KernelState* kernel, const InternedOptions* options, const CallArgs& call) {
+void precompile_call(KernelState* kernel, const InternedOptions* options, const CallArgs& call,
+                     PendingCompiles* pending) {
   Walk w{*kernel, inner_of(kernel)};
+  w.pending = pending;
   start(kernel, options, call, FrameMode::kPrecompile, nullptr, w);
 }
 

@@ -41,6 +41,11 @@ constexpr bool oversized_shared_memory(int v) { return v >= 308; }
 // Triton's gsan instrumentation appends more (3.8: a state pointer; 3.9: also a launch table and
 // index), which triton_embed does not pass: such kernels are refused at compile.
 
+// 3.7: one launcher for every kernel (the CUDA driver module's launch). 3.6 generates a launcher
+// per signature and compiles it with the host C compiler on its first launch (into Triton's
+// cache): a compile worker builds it there too, before the tuning's benchmark launches it.
+constexpr bool launcher_per_signature(int v) { return v < 307; }
+
 // ---- How JITFunction binds a call (runtime/jit.py; JIT layer) -------------------------------
 
 // 3.8: a *args parameter collects the extra positional arguments into a tuple (3.6-3.7: an

@@ -112,7 +112,7 @@ void finish(Walk& w, Frame& f) {
       w.all->push_back(&compile(&w.inner, f.options, f.vals, f.np));
       return;
     case FrameMode::kPrecompile:
-      warm(&w.inner, f.options, f.vals, f.np);
+      warm(&w.inner, f.options, f.vals, f.np, w.pending);
       return;
     case FrameMode::kInterpret:
       interpret(&w.inner, *f.grid, f.vals, f.np);
@@ -128,23 +128,35 @@ void finish(Walk& w, Frame& f) {
 // error is the first config's that failed. A precompile warms each config's call (after its
 // pre_hook, when the runtime applies it: the block shapes it sets are part of the call's
 // specialisation) and gives up on a config that fails or whose hook only Python runs: the
-// benchmark compiles it as it would have, and meets its error there. Returns the configs
-// compiled.
-size_t walk_configs(Walk& w, size_t li, const Frame& f, const std::vector<const Choice*>& choices) {
+// benchmark compiles it as it would have, and meets its error there. The compiles a precompile
+// hands to compile worker processes go to (*per_config)[i] for config i when given, else to
+// w.pending. Returns the configs compiled (or handed over).
+size_t walk_configs(Walk& w, size_t li, const Frame& f, const std::vector<const Choice*>& choices,
+                    std::vector<PendingCompiles>* per_config = nullptr) {
   KernelState& k = w.outer;
   const TuneLayer& t = *k.layers[li]->tune;
   const bool precompile = f.mode == FrameMode::kPrecompile;
   std::vector<std::vector<const CompiledKernel*>> compiled(choices.size());
+  std::vector<PendingCompiles> handed;
+  if (precompile && (per_config != nullptr || w.pending != nullptr)) {
+    if (per_config == nullptr) per_config = &handed;
+    per_config->assign(choices.size(), PendingCompiles());
+  } else {
+    per_config = nullptr;
+  }
   std::atomic<size_t> done{0};
   run_jobs(choices.size(), [&](size_t i) {
     const Choice& c = *choices[i];
     Walk wi{w.outer, w.inner};
     wi.all = &compiled[i];
+    wi.pending = per_config != nullptr ? &(*per_config)[i] : nullptr;
+    wi.precompile_hooks = w.precompile_hooks;
     try {
       Frame g = f;
       apply_choice(k, c, g);
       HookedHold hold;  // until the config's walk returns
-      if (precompile && c.pre_hook && !apply_pre_hook(wi, hold, k, t, c, g)) return;
+      if (precompile && w.precompile_hooks && c.pre_hook && !apply_pre_hook(wi, hold, k, t, c, g))
+        return;
       walk(wi, li + 1, g);
       done.fetch_add(1, std::memory_order_relaxed);
     } catch (...) {
@@ -154,19 +166,25 @@ size_t walk_configs(Walk& w, size_t li, const Frame& f, const std::vector<const 
   if (w.all != nullptr) {
     for (const auto& each : compiled) w.all->insert(w.all->end(), each.begin(), each.end());
   }
+  if (per_config == &handed) {
+    for (PendingCompiles& each : handed) {
+      w.pending->insert(w.pending->end(), each.begin(), each.end());
+    }
+  }
   return done.load(std::memory_order_relaxed);
 }
 
 }  // namespace
 
 size_t precompile_configs(KernelState& k, const TuneLayer& t, const Frame& f,
-                          const std::vector<uint64_t>& config_ids) {
+                          const std::vector<uint64_t>& config_ids,
+                          std::vector<PendingCompiles>* pending) {
   const size_t li = layer_index(k, t);
   Walk w{k, k.inner != nullptr ? *k.inner : k};
   Frame g = f;
   g.mode = FrameMode::kPrecompile;
   g.site = nullptr;
-  return walk_configs(w, li, g, config_choices(k, *k.layers[li]->tune, g, config_ids));
+  return walk_configs(w, li, g, config_choices(k, *k.layers[li]->tune, g, config_ids), pending);
 }
 
 void walk(Walk& w, size_t li, Frame& f) {
@@ -206,10 +224,23 @@ void walk(Walk& w, size_t li, Frame& f) {
       }
       walk_configs(w, li, f, pruned_choices(k, t, f));
       return;
-    case FrameMode::kWarmup:
-      // Autotuner.warmup compiles every pruned config: on the compile workers.
-      walk_configs(w, li, f, pruned_choices(k, t, f));
+    case FrameMode::kWarmup: {
+      // Autotuner.warmup compiles every pruned config: on the compile workers. Where the JIT
+      // layer compiles in worker processes, all are handed there first; each config's compile
+      // here then waits for its own and finds it in Triton's cache.
+      const std::vector<const Choice*> choices = pruned_choices(k, t, f);
+      if (choices.size() > 1 && compiles_elsewhere(&w.inner)) {
+        PendingCompiles handed;
+        Walk pre{w.outer, w.inner};
+        pre.pending = &handed;
+        pre.precompile_hooks = false;
+        Frame g = f;
+        g.mode = FrameMode::kPrecompile;
+        walk_configs(pre, li, g, choices);
+      }
+      walk_configs(w, li, f, choices);
       return;
+    }
     case FrameMode::kInterpret: {
       // The interpreter (for correctness, not speed) runs the first config without
       // benchmarking.

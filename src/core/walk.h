@@ -42,6 +42,12 @@ struct Walk {
   uint32_t num_chosen = 0;
   // The resolutions' epoch when a walk the memo of whole calls may keep began (odd: none).
   uint64_t epoch = 1;
+  // A precompile's compiles handed to compile worker processes (core/compile.h, warm_entry),
+  // when the caller waits for them; nullptr: each compiles before the walk returns.
+  PendingCompiles* pending = nullptr;
+  // A precompile applies each config's pre_hook (a tuning benchmarks the call as hooked); a
+  // warmup's does not (Autotuner.warmup compiles without it).
+  bool precompile_hooks = true;
 };
 
 // The call's observer, when the frame is a launch whose call has one.
@@ -58,9 +64,13 @@ void walk(Walk& w, size_t li, Frame& f);
 // JIT layer's pruned_configs names them) into Triton's cache, in parallel on the compile
 // workers, keeping no entry: before Triton's Autotuner benchmarks them one at a time
 // (compiling each again, from that cache). A config that fails is left to the benchmark.
-// Returns the configs compiled.
+// With `pending` (one list per config), the compiles the JIT layer hands to compile worker
+// processes are appended to their config's list, and this returns once they are handed over:
+// the caller waits for a config's before benchmarking it. Returns the configs compiled or
+// handed over.
 TE_INTERNAL_API size_t precompile_configs(KernelState& k, const TuneLayer& t, const Frame& f,
-                                          const std::vector<uint64_t>& config_ids);
+                                          const std::vector<uint64_t>& config_ids,
+                                          std::vector<PendingCompiles>* pending = nullptr);
 
 // The options `base` with option heuristic `h`'s value `v` set (slow path of the option memo).
 const InternedOptions* heuristic_options(KernelState& k, Heuristic& h, const InternedOptions* base,

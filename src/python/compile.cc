@@ -13,9 +13,11 @@
 #include "core/compiled_kernel.h"
 #include "core/target.h"
 #include "core/triton_versions.h"
+#include "cuda/driver.h"
 #include "python/convert.h"
 #include "python/cpython.h"
 #include "python/handles.h"
+#include "python/worker_processes.h"
 
 namespace triton_embed::detail {
 
@@ -169,12 +171,48 @@ std::unique_ptr<Entry> build_entry(KernelState& k, const InternedOptions& opts, 
 
 }  // namespace
 
-void python_warm_entry(KernelState& k, const InternedOptions& opts, const Key& key,
+namespace {
+
+// The compile as a job for a compile worker process (glue.worker_job's payload), or empty when
+// no worker can take it (the kernel is not importable by name there, or a constexpr value does
+// not pickle). GIL held.
+std::string worker_job(KernelState& k, const InternedOptions& opts, const Key& key,
                        const ArgValue* args, const LeafList& leaves) {
+  pyb::handle fn(py::jit_function(k));
+  pyb::object job;
+  try {
+    pyb::dict options;
+    for (const auto& [name, value] : opts.options.entries()) {
+      options[pyb::str(name)] = py::option_to_python(value);
+    }
+    job = py::glue().attr("worker_job")(
+        fn, py::compile_args_to_python(k, args), py::specialization_to_python(k, leaves), options,
+        target_arch(key.target), target_warp_size(key.target), cuda::api().ok);
+  } catch (pyb::error_already_set& e) {
+    TE_THROW(PythonError) << call_signature(k) << ": making a compile worker's job failed:\n"
+                          << py::format_exception(e);
+  }
+  return job.is_none() ? std::string() : job.cast<std::string>();
+}
+
+}  // namespace
+
+void python_warm_entry(KernelState& k, const InternedOptions& opts, const Key& key,
+                       const ArgValue* args, const LeafList& leaves,
+                       std::shared_ptr<PendingCompile>* elsewhere) {
   py::InFlight in_flight;
   TE_CHECK(!py::closed(), PythonError)
       << call_signature(k) << ": cannot compile: the Python interpreter has shut down";
   py::Gil gil;
+  TE_CHECK(py::jit_function(k) != nullptr, PythonError)
+      << call_signature(k) << ": cannot compile: the Python interpreter has shut down";
+  if (elsewhere != nullptr && py::worker_processes_enabled()) {
+    std::string job = worker_job(k, opts, key, args, leaves);
+    if (!job.empty()) {
+      *elsewhere = py::submit_to_workers(std::move(job));
+      return;
+    }
+  }
   const PythonCompile c = python_compile(k, opts, args, leaves);
   try {
     py::glue().attr("warm")(c.fn, c.bound, c.spec, c.options, target_arch(key.target),

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "core/cache.h"
+#include "core/kernel_source.h"
 #include "core/kernel_state.h"
 #include "core/specialize.h"
 
@@ -17,8 +18,11 @@ std::unique_ptr<Entry> python_build_entry(KernelState& k, const InternedOptions&
                                           const Key& key, uint64_t hash, const ArgValue* args,
                                           const LeafList& leaves);
 
-// Compiles with Triton for `key` (filling Triton's cache) and keeps nothing: warm_entry.
+// Compiles with Triton for `key` (filling Triton's cache) and keeps nothing: warm_entry. With
+// `elsewhere`, while compiles go to worker processes (python/worker_processes.h), the compile
+// is handed to one and this returns at once with *elsewhere set.
 void python_warm_entry(KernelState& k, const InternedOptions& opts, const Key& key,
-                       const ArgValue* args, const LeafList& leaves);
+                       const ArgValue* args, const LeafList& leaves,
+                       std::shared_ptr<PendingCompile>* elsewhere);
 
 }  // namespace triton_embed::detail

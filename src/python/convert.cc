@@ -139,6 +139,31 @@ pyb::list args_to_python(const KernelState& kernel, const ArgValue* args) {
 
 namespace {
 
+pyb::object compile_arg(const ArgValue& v) {
+  switch (v.kind) {
+    case ArgKind::kPointer:
+    case ArgKind::kTensorDesc:
+      return pyb::none();
+    case ArgKind::kTuple: {
+      pyb::tuple t(v.count);
+      for (uint32_t i = 0; i < v.count; ++i) t[i] = compile_arg(v.elems[i]);
+      return t;
+    }
+    default:
+      return to_python(v);
+  }
+}
+
+}  // namespace
+
+pyb::list compile_args_to_python(const KernelState& kernel, const ArgValue* args) {
+  pyb::list out;
+  for (size_t i = 0; i < kernel.params.size(); ++i) out.append(compile_arg(args[i]));
+  return out;
+}
+
+namespace {
+
 // An int of one digit (CPython's compact form: every int below 2**30 in size) read in place,
 // without PyLong_AsLongLongAndOverflow's call and its error check.
 bool compact_int(PyObject* o, long long* out) {

@@ -20,6 +20,9 @@ TE_INTERNAL_API pybind11::list specialization_to_python(const KernelState& kerne
 
 // The bound arguments, one Python value per parameter.
 TE_INTERNAL_API pybind11::list args_to_python(const KernelState& kernel, const ArgValue* args);
+// The same with None for every pointer and tensor descriptor: what compiling needs of them
+// (the values of the constexpr parameters), with no device pointer or torch dtype made.
+pybind11::list compile_args_to_python(const KernelState& kernel, const ArgValue* args);
 
 // The other way: a Python value (None, bool, int, float, str, tl.dtype, tl.constexpr and
 // tuples of them) as an ArgValue whose storage the kernel keeps (strings interned once).

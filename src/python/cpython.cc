@@ -183,6 +183,7 @@ pyb::dict python_facts(int version) {
   facts["interpreter_index_via_int"] = tv::interpreter_index_via_int(version);
   facts["var_positional_collects"] = tv::var_positional_collects(version);
   facts["keyword_only_enforced"] = tv::keyword_only_enforced(version);
+  facts["launcher_per_signature"] = tv::launcher_per_signature(version);
   return facts;
 }
 
@@ -387,6 +388,8 @@ pyb::handle glue() {
   }
   return pyb::handle(s.glue);
 }
+
+std::string python_executable() { return state().python_exe; }
 
 int triton_major() { return state().triton_major; }
 int triton_minor() { return state().triton_minor; }

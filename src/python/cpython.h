@@ -63,6 +63,9 @@ class InFlight {
 // The glue module (GIL held).
 TE_INTERNAL_API pyb::handle glue();
 
+// This interpreter's executable (sys.executable), once started.
+std::string python_executable();
+
 // Triton's version as (major, minor).
 int triton_major();
 int triton_minor();

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -22,6 +24,7 @@
 #include "core/arg_format.h"
 #include "core/bind.h"
 #include "core/call_hooks.h"
+#include "core/kernel_source.h"
 #include "core/kernel_state.h"
 #include "core/layers.h"
 #include "core/walk.h"
@@ -31,6 +34,7 @@
 #include "python/convert.h"
 #include "python/cpython.h"
 #include "python/expr_tree.h"
+#include "python/worker_processes.h"
 
 namespace triton_embed {
 
@@ -48,6 +52,24 @@ std::mutex& callback_mu() {
 std::function<void(const TuningProgress&)>& callback() {
   static auto* f = new std::function<void(const TuningProgress&)>();
   return *f;
+}
+
+// prepare_tuning's background import: a tuning waits for it to end rather than import the same
+// beside it (both would start Triton's driver).
+struct Preparing {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool started = false, done = false;
+};
+Preparing& preparing() {
+  static Preparing* p = new Preparing();
+  return *p;
+}
+void wait_prepared() {
+  Preparing& p = preparing();
+  py::ReleaseGilIfHeld no_gil;
+  std::unique_lock<std::mutex> lock(p.mu);
+  p.cv.wait(lock, [&] { return !p.started || p.done; });
 }
 
 // Tuning runs one at a time per device, so configurations are timed on an idle GPU.
@@ -274,7 +296,7 @@ pyb::object python_grid(KernelState& k, const Frame& f) {
 
 void report_progress(const std::string& kernel, const std::string& key, size_t done, size_t total,
                      const std::string& best, double best_ms, double elapsed, double compile_s,
-                     size_t workers) {
+                     double benchmark_s, size_t workers, bool processes) {
   TuningProgress p;
   p.kernel = kernel;
   p.key = key;
@@ -284,15 +306,19 @@ void report_progress(const std::string& kernel, const std::string& key, size_t d
   p.best_ms = best_ms;
   p.elapsed_s = elapsed;
   p.compile_s = compile_s;
-  p.benchmark_s = elapsed - compile_s;
+  p.benchmark_s = benchmark_s;
   p.workers = workers;
+  p.processes = processes;
   const char* env = std::getenv("TRITON_EMBED_PRINT_AUTOTUNING");
   if (env != nullptr && *env != '\0' && std::strcmp(env, "0") != 0) {
     std::fprintf(stderr,
                  "[triton_embed] tuning %s key %s: %zu/%zu configs, best %.4f ms {%s}; compiled "
-                 "in %.2f s on %zu workers, benchmarked in %.2f s\n",
+                 "in %.2f s on %zu %s, benchmarked in %.2f s\n",
                  kernel.c_str(), key.c_str(), done, total, best_ms, best.c_str(), compile_s,
-                 workers, elapsed - compile_s);
+                 workers,
+                 processes ? (workers == 1 ? "worker process" : "worker processes")
+                           : (workers == 1 ? "thread" : "threads"),
+                 benchmark_s);
   }
   std::function<void(const TuningProgress&)> cb;
   {
@@ -311,6 +337,57 @@ std::vector<uint64_t> config_ids(KernelState& k, pyb::handle configs) {
     ids.push_back(reinterpret_cast<uintptr_t>(c.ptr()));
   }
   return ids;
+}
+
+// The configs of one tuning compiled for its benchmarks: handed to compile worker processes
+// (a config's compiles are waited for before its benchmark, while the later ones go on
+// compiling), or compiled on this process's compile workers first.
+struct ConfigCompiles {
+  std::vector<uint64_t> ids;
+  std::vector<PendingCompiles> pending;  // per config, those handed to worker processes
+  std::chrono::steady_clock::time_point start;
+  double here_seconds = 0;  // compiling here (all, or what no worker could take)
+  size_t workers = 1;
+  bool processes = false;
+
+  // Returns once config i's compiles finished (the GIL released while waiting).
+  void wait(size_t i) const {
+    if (i >= pending.size()) return;
+    for (const auto& p : pending[i]) p->wait();
+  }
+  // How long the compiles took so far: from the start to the last that finished.
+  double seconds() const {
+    double s = here_seconds;
+    for (const auto& each : pending) {
+      for (const auto& p : each) {
+        if (p->finished()) {
+          s = std::max(s, std::chrono::duration<double>(p->finished_at() - start).count());
+        }
+      }
+    }
+    return s;
+  }
+};
+
+std::shared_ptr<ConfigCompiles> start_config_compiles(KernelState& k, const TuneLayer& t,
+                                                      const Frame& f, std::vector<uint64_t> ids) {
+  auto c = std::make_shared<ConfigCompiles>();
+  c->ids = std::move(ids);
+  c->start = std::chrono::steady_clock::now();
+  c->workers = std::min(compile_workers(), c->ids.size());
+  c->processes = py::worker_processes_enabled();
+  precompile_configs(k, t, f, c->ids, c->processes ? &c->pending : nullptr);
+  c->here_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - c->start).count();
+  if (c->processes) c->here_seconds = 0;  // handed over at once; timed by their results
+  return c;
+}
+
+// glue.tune's view of them: (wait(i), seconds()).
+pyb::tuple config_compiles_for_python(const std::shared_ptr<ConfigCompiles>& c) {
+  pyb::cpp_function wait([c](size_t i) { python_callback([&] { c->wait(i); }); });
+  pyb::cpp_function seconds([c]() { return c->seconds(); });
+  return pyb::make_tuple(wait, seconds);
 }
 
 }  // namespace
@@ -509,12 +586,6 @@ std::unique_ptr<Choice> python_tune(KernelState& k, const TuneLayer& t, const Fr
     } forget;
     g_python_calls.fetch_add(1, std::memory_order_relaxed);
     try {
-      auto [args, kwargs] = frame_args(k, f);
-      for (const auto& [name, value] : f.options->options.entries()) {
-        kwargs[pyb::str(name)] = py::option_to_python(value);
-      }
-      kwargs["grid"] = python_grid(k, f);
-      kwargs["warmup"] = pyb::bool_(false);
       pyb::handle tuner(py::tuner(k, t));
       if (t.num_configs > 1 && tuner.attr("_do_bench").is_none()) {
         TE_CHECK(cuda::api().ok, NoDeviceError)
@@ -529,26 +600,48 @@ std::unique_ptr<Choice> python_tune(KernelState& k, const TuneLayer& t, const Fr
       if (t.num_configs == 1) {
         made = make_choice(k, pyb::list(tuner.attr("configs"))[0], f.options);
       } else {
+        // Where compile worker processes compile, and the configs to benchmark are known
+        // before the key is (the tuner prunes nothing), they start compiling now: while this
+        // thread imports what Triton's benchmark needs (the arguments below import torch).
+        std::shared_ptr<ConfigCompiles> early;
+        if (py::worker_processes_enabled() &&
+            py::glue().attr("prunes_nothing")(tuner).cast<bool>()) {
+          early = start_config_compiles(k, t, f, config_ids(k, tuner.attr("configs")));
+        }
+        wait_prepared();
+        auto [args, kwargs] = frame_args(k, f);
+        for (const auto& [name, value] : f.options->options.entries()) {
+          kwargs[pyb::str(name)] = py::option_to_python(value);
+        }
+        kwargs["grid"] = python_grid(k, f);
+        kwargs["warmup"] = pyb::bool_(false);
         const std::string kernel = full_name(k);
-        auto workers = std::make_shared<size_t>(1);  // the precompile's, for the progress
-        pyb::object progress =
-            pyb::cpp_function([kernel, workers](const std::string& key_str, size_t done,
-                                                size_t total, const std::string& best,
-                                                double best_ms, double elapsed, double compile_s) {
+        // The tuning's compiles, for the progress (set by the precompile below).
+        auto compiles = std::make_shared<std::shared_ptr<ConfigCompiles>>();
+        pyb::object progress = pyb::cpp_function(
+            [kernel, compiles](const std::string& key_str, size_t done, size_t total,
+                               const std::string& best, double best_ms, double elapsed,
+                               double compile_s, double benchmark_s) {
               python_callback([&] {
                 pyb::gil_scoped_release release;
+                const ConfigCompiles* c = compiles->get();
                 report_progress(kernel, key_str, done, total, best, best_ms, elapsed, compile_s,
-                                *workers);
+                                benchmark_s, c != nullptr ? c->workers : 1,
+                                c != nullptr && c->processes);
               });
             });
-        // The pruned configs compiled in parallel before Triton's loop benchmarks them.
-        pyb::object precompile = pyb::cpp_function([&k, &t, &f, workers](pyb::list configs) {
-          return python_callback([&]() -> size_t {
-            const std::vector<uint64_t> ids = config_ids(k, configs);
-            *workers = std::min(compile_workers(), ids.size());
-            return precompile_configs(k, t, f, ids);
-          });
-        });
+        // The pruned configs compiled before Triton's loop benchmarks each (the early ones
+        // when they are those).
+        pyb::object precompile =
+            pyb::cpp_function([&k, &t, &f, early, compiles](pyb::list configs) {
+              return python_callback([&]() -> pyb::tuple {
+                std::vector<uint64_t> ids = config_ids(k, configs);
+                *compiles = early != nullptr && early->ids == ids
+                                ? early
+                                : start_config_compiles(k, t, f, std::move(ids));
+                return config_compiles_for_python(*compiles);
+              });
+            });
         pyb::tuple r = py::glue().attr("tune")(tuner, args, kwargs, progress,
                                                triton_scratch_allocator(k), precompile);
         made = make_choice(k, r[0], f.options);
@@ -564,6 +657,7 @@ std::unique_ptr<Choice> python_tune(KernelState& k, const TuneLayer& t, const Fr
         made->result.from_cache = r[3].cast<bool>();
         made->result.seconds = r[4].cast<double>();
         made->result.compile_seconds = r[5].cast<double>();
+        made->result.benchmark_seconds = r[6].cast<double>();
       }
     } catch (pyb::error_already_set& e) {
       throw_python(k, "tuning with Triton's Autotuner", e);
@@ -659,6 +753,33 @@ long layer_python_calls() { return g_python_calls.load(std::memory_order_relaxed
 void set_tuning_callback(std::function<void(const TuningProgress&)> cb) {
   std::lock_guard<std::mutex> lock(detail::callback_mu());
   detail::callback() = std::move(cb);
+}
+
+void prepare_tuning() {
+  detail::py::ensure_runtime();
+  detail::Preparing& p = detail::preparing();
+  {
+    std::lock_guard<std::mutex> lock(p.mu);
+    if (p.started) return;
+    p.started = true;
+  }
+  std::thread([&p] {
+    namespace py = detail::py;
+    {
+      py::InFlight in_flight;  // an exit meanwhile waits for it
+      if (!py::closed()) {
+        py::Gil gil;
+        try {
+          py::glue().attr("prepare_benchmarks")();
+        } catch (detail::pyb::error_already_set&) {
+          // Left to the tuning, which imports the same and raises what fails as its own error.
+        }
+      }
+    }
+    std::lock_guard<std::mutex> lock(p.mu);
+    p.done = true;
+    p.cv.notify_all();
+  }).detach();
 }
 
 }  // namespace triton_embed

@@ -10,6 +10,7 @@
 #include "python/introspect.h"
 #include "python/layers.h"
 #include "python/triton_interpreter.h"
+#include "python/worker_processes.h"
 
 namespace triton_embed::detail {
 
@@ -26,10 +27,12 @@ class PythonSource final : public KernelSource {
     return python_build_entry(k, options, key, hash, args, leaves);
   }
   bool warm_entry(KernelState& k, const InternedOptions& options, const Key& key,
-                  const ArgValue* args, const LeafList& leaves) override {
-    python_warm_entry(k, options, key, args, leaves);
+                  const ArgValue* args, const LeafList& leaves,
+                  std::shared_ptr<PendingCompile>* elsewhere) override {
+    python_warm_entry(k, options, key, args, leaves, elsewhere);
     return true;
   }
+  bool compiles_elsewhere(const KernelState&) override { return py::worker_processes_enabled(); }
   bool eval_heuristic(KernelState& k, const Heuristic& h, const Frame& f,
                       HeuristicValue& out) override {
     out = python_eval_heuristic(k, h, f);

@@ -6,6 +6,7 @@
 #include "python/convert.h"
 #include "python/cpython.h"
 #include "python/layers.h"
+#include "python/worker_processes.h"
 #include "testing/testing.h"
 
 namespace triton_embed::detail::testing {
@@ -36,5 +37,18 @@ long warm_count() {
 }
 
 long layer_python_calls() { return py::layer_python_calls(); }
+
+WorkerCounts worker_counts() {
+  const py::WorkerStats s = py::worker_stats();
+  WorkerCounts c;
+  c.started = s.started;
+  c.running = s.running;
+  c.compiled = s.compiled;
+  c.failed = s.failed;
+  c.unavailable = s.unavailable;
+  return c;
+}
+
+void set_worker_idle_seconds(double seconds) { py::set_idle_seconds(seconds); }
 
 }  // namespace triton_embed::detail::testing

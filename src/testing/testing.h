@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/cache.h"
@@ -197,6 +198,18 @@ long compile_count();
 /*! Number of configs (calls) compiled into Triton's cache before a tuning benchmarks them
  *  (the compile workers' precompiles), apart from compile_count(). */
 long warm_count();
+
+/*! What the compile worker processes did in this process (python/worker_processes.h). */
+struct WorkerCounts {
+  long started = 0;         //!< worker processes started
+  long running = 0;         //!< alive now
+  long compiled = 0;        //!< jobs a worker compiled
+  long failed = 0;          //!< jobs a worker could not compile (then compiled in this process)
+  std::string unavailable;  //!< why no worker starts, if none does
+};
+WorkerCounts worker_counts();
+/*! How long an idle worker process lives (default 30 s). */
+void set_worker_idle_seconds(double seconds);
 
 /*! Number of times a wrapped kernel's layers ran Python (heuristics, tuning, pruning,
  *  config pre-hooks) in this process. */

@@ -249,10 +249,10 @@ elseif(PART STREQUAL "tune")
     endif()
   endforeach()
   # Progress: kernel, key, configs done of total, the best so far, and the time compiling (on
-  # the workers) apart from the time benchmarking.
+  # the worker processes) apart from the time benchmarking.
   set(want "tune: te_tune_kernels.rule_nearest_kernel key (4096, ${f32}): 4/4 configs, best so far BLOCK: 4096,")
   string(FIND "${err}" "${want}" at)
-  if(at EQUAL -1 OR NOT err MATCHES "configs, best so far [^\n]*; compiled in [0-9.e-]+ s on 2 workers, benchmarked in [0-9.e-]+ s\n")
+  if(at EQUAL -1 OR NOT err MATCHES "configs, best so far [^\n]*; compiled in [0-9.e-]+ s on 2 worker processes, benchmarked in [0-9.e-]+ s\n")
     message(FATAL_ERROR "tune: no progress line '${want}' (compile and benchmark times) in:\n${err}")
   endif()
   # Every key's configs compiled in parallel, then tuned one at a time: on one worker, the same

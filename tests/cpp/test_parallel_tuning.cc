@@ -1,16 +1,20 @@
-// Tuning in parallel (core/workers.h), compile-only (no GPU): a tuning compiles its configs on
-// the compile workers into Triton's cache, then Triton's Autotuner benchmarks them one at a
-// time (fake timings: its benchmark launches nothing), and chooses as on one worker; a config
-// that does not compile is left to the benchmark; the worker count setting.
+// Tuning in parallel (core/workers.h, python/worker_processes.h), compile-only (no GPU): a
+// tuning compiles its configs into Triton's cache on the compile workers (worker processes, or
+// threads), while or before Triton's Autotuner benchmarks them one at a time (fake timings: its
+// benchmark launches nothing), and chooses as on one worker; a config that does not compile,
+// or whose worker ends, is left to this process; what a compile prints shows here; idle
+// workers end; the worker count setting.
 
 #include <sched.h>
 #include <triton_embed/autotune.h>
 #include <triton_embed/jit.h>
 #include <triton_embed/runtime.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_support.h"
@@ -33,28 +37,77 @@ class ParallelTuning : public ::testing::Test {
     te::set_target(te::Target::parse("cuda:90"));
     te_test::Gil gil;
     te_test::install_python_helpers();
-    // triton.compile counts the threads it runs on (the glue calls it through the module).
+    // triton.compile counts the threads of this process it runs on (the glue calls it through
+    // the module; a compile worker process runs its own).
     te_test::exec(
-        "import threading\n"
-        "import te_tune_kernels\n"
+        "import os, sys, io, tempfile, threading\n"
+        "import te_tune_kernels, te_worker_kernels, te_worker_exit\n"
+        "from triton.runtime.cache import _base32\n"
         "_te_compile_threads = set()\n"
         "_te_triton_compile = triton.compile\n"
         "def _te_compile_on_thread(*args, **kwargs):\n"
         "    _te_compile_threads.add(threading.get_ident())\n"
         "    return _te_triton_compile(*args, **kwargs)\n"
-        "triton.compile = _te_compile_on_thread\n");
+        "triton.compile = _te_compile_on_thread\n"
+        "_te_cache_dir = os.environ.get('TRITON_CACHE_DIR')\n"
+        "def _te_fresh_cache():\n"
+        "    os.environ['TRITON_CACHE_DIR'] = tempfile.mkdtemp(prefix='te_parallel_tuning_')\n"
+        "def _te_cached_kernels():\n"
+        "    d = os.environ['TRITON_CACHE_DIR']\n"
+        "    return sorted(e for e in os.listdir(d)\n"
+        "                  if any(f.endswith('.cubin') for f in os.listdir(os.path.join(d, "
+        "e))))\n");
   }
   static void TearDownTestSuite() {
     te::set_compile_workers(0);
     te::set_tuning_callback(nullptr);
+    unsetenv("TRITON_EMBED_COMPILE_PROCESSES");
     te_test::Gil gil;
-    te_test::exec("triton.compile = _te_triton_compile\n");
+    te_test::exec(
+        "triton.compile = _te_triton_compile\n"
+        "if _te_cache_dir is None:\n"
+        "    os.environ.pop('TRITON_CACHE_DIR', None)\n"
+        "else:\n"
+        "    os.environ['TRITON_CACHE_DIR'] = _te_cache_dir\n");
+  }
+  // The next tunings compile into a new, empty Triton cache (this process's and its workers').
+  static void fresh_cache() { te_test::run("_te_fresh_cache()"); }
+  static std::string cached_kernels() { return te_test::repr_of("_te_cached_kernels()"); }
+  // Whether Triton's cache holds the kernel of this hash (its entry's name: the hash in base32).
+  static bool cached(const te::CompiledKernel& ck) {
+    return te_test::repr_of("_base32('" + ck.hash() + "') in _te_cached_kernels()") == "True";
+  }
+  static long cached_kernel_count() {
+    te_test::Gil gil;
+    return static_cast<long>(py::len(te_test::eval("_te_cached_kernels()")));
   }
 };
 
+// How the configs of a tuning compile: on `workers` threads of this process, or on that many
+// compile worker processes (TRITON_EMBED_COMPILE_PROCESSES=0 turns them off).
+struct Mode {
+  size_t workers;
+  bool processes;
+  int64_t n;  // a tuning key and a specialisation of its own
+};
+// Each mode's n is a specialisation of its own (the kernels' states live for the process: a
+// specialisation compiled once is not compiled again; each test below uses others).
+constexpr Mode kModes[] = {{1, false, 1000}, {2, true, 1024}, {2, false, 1}};
+
+void set_mode(const Mode& m) {
+  te::set_compile_workers(m.workers);
+  if (m.processes) {
+    unsetenv("TRITON_EMBED_COMPILE_PROCESSES");
+  } else {
+    setenv("TRITON_EMBED_COMPILE_PROCESSES", "0", 1);
+  }
+}
+
 // The same configs timed in the same order, the same choice (the first of two equal timings),
-// on one worker and on two: each config compiled once before the benchmarks (on that many
-// threads), the chosen one then through the cache; the progress says how long each part took.
+// on one thread, on two worker processes and on two threads: each config compiled once before
+// its benchmark (by the workers, or on that many threads of this process), into the cache in
+// which the chosen one is then compiled here (a hit: no entry more); the progress says how
+// long compiling and benchmarking took, and on what.
 TEST_F(ParallelTuning, ChoosesAsOneWorkerDoes) {
   te::JitFunction k("te_tune_kernels", "parallel_tuned_kernel");
   std::mutex mu;
@@ -67,16 +120,16 @@ TEST_F(ParallelTuning, ChoosesAsOneWorkerDoes) {
     ~Unset() { te::set_tuning_callback(nullptr); }  // before mu and progress go
   } unset;
   const std::string timed = "[(32, 4), (64, 4), (128, 4), (128, 8), (256, 4), (512, 8)]";
-  for (const size_t workers : {size_t{1}, size_t{2}}) {
-    SCOPED_TRACE(workers);
-    te::set_compile_workers(workers);
-    ASSERT_EQ(te::compile_workers(), workers);
+  for (const Mode& m : kModes) {
+    SCOPED_TRACE(testing::Message() << m.workers << (m.processes ? " processes" : " threads"));
+    set_mode(m);
+    fresh_cache();
     te_test::run("te_tune_kernels.PARALLEL_BENCH_CALLS.clear()\n_te_compile_threads.clear()\n");
     progress.clear();
     const long warmed = tt::warm_count(), compiled = tt::compile_count();
-    const int64_t n = workers == 1 ? 1000 : 1024;  // a key and a specialisation each
-    k.compile(at<float>(0x10000), at<float>(0x20000), n);
-    const te::TuningResult* r = k.tuning_result(at<float>(0x10000), at<float>(0x20000), n);
+    const tt::WorkerCounts before = tt::worker_counts();
+    const te::CompiledKernel& ck = k.compile(at<float>(0x10000), at<float>(0x20000), m.n);
+    const te::TuningResult* r = k.tuning_result(at<float>(0x10000), at<float>(0x20000), m.n);
     ASSERT_NE(r, nullptr);
     EXPECT_EQ(te_test::repr_of("te_tune_kernels.PARALLEL_BENCH_CALLS"), timed);
     EXPECT_EQ(r->best.str, te_test::str_of("te_tune_kernels.parallel_tuned_kernel.configs[2]"));
@@ -86,41 +139,171 @@ TEST_F(ParallelTuning, ChoosesAsOneWorkerDoes) {
                 te_test::str_of("te_tune_kernels.parallel_tuned_kernel.configs[" +
                                 std::to_string(i) + "]"));
     }
-    EXPECT_EQ(tt::warm_count(), warmed + 6);
-    EXPECT_EQ(tt::compile_count(), compiled + 1);
-    EXPECT_EQ(te_test::repr_of("len(_te_compile_threads)"), workers == 1 ? "1" : "2");
+    const tt::WorkerCounts after = tt::worker_counts();
+    EXPECT_EQ(after.unavailable, "");
+    EXPECT_EQ(tt::warm_count(), warmed + (m.processes ? 0 : 6));
+    EXPECT_EQ(after.compiled, before.compiled + (m.processes ? 6 : 0));
+    EXPECT_EQ(after.failed, before.failed);
+    EXPECT_EQ(tt::compile_count(), compiled + 1);  // the choice, here
+    // Here: the configs on that many threads, or (worker processes) the choice alone.
+    EXPECT_EQ(te_test::repr_of("len(_te_compile_threads)"),
+              std::to_string(m.processes ? 1 : m.workers));
+    // Six kernels cached, the choice's among them: its compile here found the workers' entry.
+    EXPECT_EQ(cached_kernel_count(), 6);
+    EXPECT_TRUE(cached(ck)) << cached_kernels();
     EXPECT_GT(r->compile_seconds, 0.0);
-    EXPECT_GE(r->seconds, r->compile_seconds);
+    EXPECT_GT(r->benchmark_seconds, 0.0);
+    EXPECT_LE(r->benchmark_seconds, r->seconds);
     ASSERT_EQ(progress.size(), 6u);
     for (size_t i = 0; i < progress.size(); ++i) {
       EXPECT_EQ(progress[i].done, i + 1);
-      EXPECT_EQ(progress[i].workers, workers);
-      EXPECT_DOUBLE_EQ(progress[i].compile_s, r->compile_seconds);
-      EXPECT_DOUBLE_EQ(progress[i].compile_s + progress[i].benchmark_s, progress[i].elapsed_s);
+      EXPECT_EQ(progress[i].total, 6u);
+      EXPECT_EQ(progress[i].workers, m.workers);
+      EXPECT_EQ(progress[i].processes, m.processes);
+      EXPECT_LE(progress[i].benchmark_s, progress[i].elapsed_s);
+      if (i > 0) EXPECT_GE(progress[i].benchmark_s, progress[i - 1].benchmark_s);
+      if (!m.processes) {  // compiled first, then benchmarked
+        EXPECT_DOUBLE_EQ(progress[i].compile_s, r->compile_seconds);
+        EXPECT_LE(progress[i].compile_s + progress[i].benchmark_s, progress[i].elapsed_s + 1e-3);
+      }
     }
+    EXPECT_DOUBLE_EQ(progress.back().compile_s, r->compile_seconds);
   }
   // A key tuned before: no compile, no benchmark.
   const long warmed = tt::warm_count();
+  const long handed = tt::worker_counts().compiled;
   te_test::run("te_tune_kernels.PARALLEL_BENCH_CALLS.clear()\n");
   k.compile(at<float>(0x30000), at<float>(0x40000), 1024);
   EXPECT_EQ(tt::warm_count(), warmed);
+  EXPECT_EQ(tt::worker_counts().compiled, handed);
   EXPECT_EQ(te_test::repr_of("te_tune_kernels.PARALLEL_BENCH_CALLS"), "[]");
 }
 
-// A config that does not compile fails in its worker and is left to the benchmark, which meets
-// it as a serial tuning would (here the fake benchmark never compiles it): the tuning chooses.
+// A config that does not compile fails where it is compiled first (a thread here, or a worker
+// process) and is left to the benchmark, which meets it as a serial tuning would (here the fake
+// benchmark never compiles it): the tuning chooses.
 TEST_F(ParallelTuning, AConfigThatFailsIsLeftToTheBenchmark) {
-  te::set_compile_workers(2);
   te::JitFunction k("te_tune_kernels", "parallel_failing_kernel");
-  const long warmed = tt::warm_count();
-  k.compile(at<float>(0x10000), at<float>(0x20000), 1000);
-  const te::TuningResult* r = k.tuning_result(at<float>(0x10000), at<float>(0x20000), 1000);
+  for (const Mode& m : kModes) {
+    if (m.workers == 1) continue;
+    SCOPED_TRACE(m.processes ? "processes" : "threads");
+    set_mode(m);
+    const long warmed = tt::warm_count();
+    const tt::WorkerCounts before = tt::worker_counts();
+    k.compile(at<float>(0x10000), at<float>(0x20000), m.n);
+    const te::TuningResult* r = k.tuning_result(at<float>(0x10000), at<float>(0x20000), m.n);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->best.str, te_test::str_of("te_tune_kernels.parallel_failing_kernel.configs[1]"));
+    EXPECT_EQ(r->timings.size(), 2u);
+    const tt::WorkerCounts after = tt::worker_counts();
+    if (m.processes) {  // BLOCK 128 compiled there, BLOCK 64 failed there
+      EXPECT_EQ(after.compiled, before.compiled + 1);
+      EXPECT_EQ(after.failed, before.failed + 1);
+      EXPECT_EQ(tt::warm_count(), warmed);
+    } else {
+      EXPECT_EQ(tt::warm_count(), warmed + 1);  // BLOCK 128 only
+    }
+    // Compiling the failing config itself raises Triton's error, as before.
+    EXPECT_THROW(k.warmup(at<float>(0x10000), at<float>(0x20000), m.n), te::CompileError);
+  }
+}
+
+// warmup() hands every config to the worker processes first, then compiles each here from
+// Triton's cache: the entries Autotuner.warmup makes, in the configs' order.
+TEST_F(ParallelTuning, WarmupCompilesInWorkerProcesses) {
+  set_mode(kModes[1]);
+  fresh_cache();
+  te::JitFunction k("te_tune_kernels", "parallel_tuned_kernel");
+  const tt::WorkerCounts before = tt::worker_counts();
+  const long compiled = tt::compile_count();
+  const std::vector<const te::CompiledKernel*> all =
+      k.warmup(at<float>(0x10000), at<float>(0x20000), int64_t{2000});
+  ASSERT_EQ(all.size(), 6u);
+  EXPECT_EQ(tt::worker_counts().compiled, before.compiled + 6);
+  EXPECT_EQ(tt::compile_count(), compiled + 6);
+  EXPECT_EQ(cached_kernel_count(), 6);  // each compile here found the worker's entry
+  for (size_t i = 0; i < all.size(); ++i) {
+    EXPECT_TRUE(cached(*all[i])) << i << ": " << cached_kernels();
+    EXPECT_EQ(all[i]->num_warps(), i == 3 || i == 5 ? 8 : 4) << i;
+  }
+}
+
+// What a config's compile prints (tl.static_print) shows in this process's sys.stdout whichever
+// process compiled it: the same lines on worker processes as on threads.
+TEST_F(ParallelTuning, ACompileShowsWhatItPrintedHere) {
+  te::JitFunction k("te_worker_kernels", "worker_printing_kernel");
+  std::vector<std::string> printed;
+  for (const Mode& m : kModes) {
+    if (m.workers == 1) continue;
+    SCOPED_TRACE(m.processes ? "processes" : "threads");
+    set_mode(m);
+    fresh_cache();
+    te_test::run(
+        "te_tune_kernels.FAKE_BENCH_CALLS.clear()\n"
+        "_te_stdout, sys.stdout = sys.stdout, io.StringIO()\n");
+    k.compile(at<float>(0x10000), at<float>(0x20000), m.n);
+    printed.push_back(te_test::repr_of(
+        "sorted(l for l in sys.stdout.getvalue().splitlines() if 'te_worker_kernels' in l)"));
+    te_test::run("sys.stdout = _te_stdout\n");
+    EXPECT_EQ(te_test::repr_of("te_tune_kernels.FAKE_BENCH_CALLS"), "[64, 128, 256]");
+  }
+  ASSERT_EQ(printed.size(), 2u);
+  EXPECT_EQ(printed[0], printed[1]);
+  for (const char* block : {"64", "128", "256"}) {
+    EXPECT_NE(printed[0].find(block), std::string::npos) << printed[0];
+  }
+}
+
+// A worker process that ends (here: on importing the kernel's module) fails the configs it
+// took; this process compiles them itself (the fake benchmark compiles none; the choice is
+// compiled here), chooses as one worker does, and starts other workers for later jobs.
+TEST_F(ParallelTuning, AWorkerThatEndsLeavesItsConfigsToThisProcess) {
+  set_mode(kModes[1]);
+  fresh_cache();
+  te::JitFunction k("te_worker_exit", "worker_exit_kernel");
+  te_test::run(
+      "te_tune_kernels.FAKE_BENCH_CALLS.clear()\n"
+      "os.environ['TE_TEST_EXIT_IN_WORKERS_OF'] = str(os.getpid())\n");
+  const tt::WorkerCounts before = tt::worker_counts();
+  const long compiled = tt::compile_count();
+  k.compile(at<float>(0x10000), at<float>(0x20000), int64_t{1000});
+  te_test::run("del os.environ['TE_TEST_EXIT_IN_WORKERS_OF']\n");
+  const te::TuningResult* r =
+      k.tuning_result(at<float>(0x10000), at<float>(0x20000), int64_t{1000});
   ASSERT_NE(r, nullptr);
-  EXPECT_EQ(r->best.str, te_test::str_of("te_tune_kernels.parallel_failing_kernel.configs[1]"));
-  EXPECT_EQ(r->timings.size(), 2u);
-  EXPECT_EQ(tt::warm_count(), warmed + 1);  // BLOCK 128 only
-  // Compiling the failing config itself raises Triton's error, as before.
-  EXPECT_THROW(k.warmup(at<float>(0x10000), at<float>(0x20000), 1000), te::CompileError);
+  EXPECT_EQ(r->best.str, te_test::str_of("te_worker_exit.worker_exit_kernel.configs[1]"));
+  EXPECT_EQ(te_test::repr_of("te_tune_kernels.FAKE_BENCH_CALLS"), "[64, 128, 256]");
+  const tt::WorkerCounts after = tt::worker_counts();
+  EXPECT_EQ(after.failed, before.failed + 3);
+  EXPECT_EQ(after.compiled, before.compiled);
+  EXPECT_EQ(after.unavailable, "");
+  EXPECT_EQ(tt::compile_count(), compiled + 1);
+  EXPECT_EQ(cached_kernel_count(), 1);  // the choice, compiled here
+  // Later jobs go to new workers.
+  te::JitFunction other("te_worker_kernels", "worker_plain_kernel");
+  other.warmup(at<float>(0x10000), at<float>(0x20000), int64_t{1});
+  EXPECT_EQ(tt::worker_counts().compiled, after.compiled + 3);
+}
+
+// A worker idle for longer than the pool lets it ends; the next jobs start new ones.
+TEST_F(ParallelTuning, IdleWorkersEnd) {
+  set_mode(kModes[1]);
+  fresh_cache();
+  te::JitFunction k("te_worker_kernels", "worker_plain_kernel");
+  tt::set_worker_idle_seconds(0.2);
+  struct Restore {
+    ~Restore() { tt::set_worker_idle_seconds(30); }
+  } restore;
+  k.warmup(at<float>(0x10000), at<float>(0x20000), int64_t{1000});
+  EXPECT_GT(tt::worker_counts().running, 0);
+  for (int i = 0; i < 200 && tt::worker_counts().running != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(tt::worker_counts().running, 0);
+  const long started = tt::worker_counts().started;
+  fresh_cache();
+  k.warmup(at<float>(0x10000), at<float>(0x20000), int64_t{1024});
+  EXPECT_GT(tt::worker_counts().started, started);
 }
 
 // set_compile_workers: a count, 0 for the default (TRITON_EMBED_COMPILE_WORKERS, else the CPUs

@@ -9,7 +9,8 @@ arguments, with the same hash and the same disk cache entry.
 The modules: triton_facts (the installed Triton's versions and facts), kernels (loading and
 describing kernels), compile (Triton's compile), interpret (Triton's interpreter), translation,
 hook_translation and grid_translation (heuristics, pre_hooks and grid callables as expression
-trees), arguments (C++ arguments as Python objects), layers (heuristics, tuning, pre_hooks).
+trees), arguments (C++ arguments as Python objects), layers (heuristics, tuning, pre_hooks), worker
+(compile worker processes: the jobs made here, and what a worker runs).
 This module gives the C++ code their names.
 """
 
@@ -37,7 +38,9 @@ from .layers import (
     ScratchAllocator,
     config_info,
     eval_heuristic,
+    prepare_benchmarks,
     prune,
+    prunes_nothing,
     run_config_pre_hook,
     triton_allocator,
     tune,
@@ -45,6 +48,8 @@ from .layers import (
 )
 from .translation import NotTranslatable, heuristic_expression
 from .triton_facts import configure, setup
+from .worker import BOOTSTRAP as worker_bootstrap
+from .worker import worker_init, worker_job, worker_result
 
 __all__ = [
     "ASPECT_ADDRESS",
@@ -76,7 +81,9 @@ __all__ = [
     "make_descriptor",
     "option_names",
     "pre_hook_actions",
+    "prepare_benchmarks",
     "prune",
+    "prunes_nothing",
     "run_config_pre_hook",
     "run_options",
     "setup",
@@ -84,6 +91,10 @@ __all__ = [
     "triton_allocator",
     "tune",
     "tuning_key",
+    "worker_bootstrap",
+    "worker_init",
+    "worker_job",
+    "worker_result",
 ]
 
 

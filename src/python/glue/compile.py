@@ -63,9 +63,10 @@ def option_names(arch, warp_size):
     return sorted(_option_fields(backend))
 
 
-def _triton_compile(fn, bound_args, specialization, options, arch, warp_size):
-    """triton.compile of fn as JITFunction.run would compile it for these arguments: the
-    compiled kernel and its signature."""
+def compile_for(fn, bound_args, specialization, kwargs, arch, warp_size):
+    """triton.compile of fn for these arguments with the options `kwargs` (run_options'): the
+    compiled kernel and its signature. Only the constexpr parameters' values of bound_args are
+    read (a compile worker has no others)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -73,8 +74,20 @@ def _triton_compile(fn, bound_args, specialization, options, arch, warp_size):
 
     target = GPUTarget("cuda", arch, warp_size)
     backend = make_backend(target)
+    names = [p.name for p in fn.params]
+    bound = dict(zip(names, bound_args))
+    opts, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, specialization, None)
+    src = ASTSource(fn, signature, constexprs, attrs)
+    return triton.compile(src, target=target, options=opts.__dict__), signature
 
-    known = _option_fields(backend)
+
+def _triton_compile(fn, bound_args, specialization, options, arch, warp_size):
+    """triton.compile of fn as JITFunction.run would compile it for these arguments: the
+    compiled kernel and its signature."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import make_backend
+
+    known = _option_fields(make_backend(GPUTarget("cuda", arch, warp_size)))
     unknown = [k for k in options if k not in known]
     if unknown:
         raise ValueError(
@@ -82,13 +95,7 @@ def _triton_compile(fn, bound_args, specialization, options, arch, warp_size):
             % ("s" if len(unknown) > 1 else "", ", ".join(repr(k) for k in unknown),
                ", ".join(sorted(known)))
         )
-
-    kwargs = run_options(fn, options)
-    names = [p.name for p in fn.params]
-    bound = dict(zip(names, bound_args))
-    opts, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, specialization, None)
-    src = ASTSource(fn, signature, constexprs, attrs)
-    return triton.compile(src, target=target, options=opts.__dict__), signature
+    return compile_for(fn, bound_args, specialization, run_options(fn, options), arch, warp_size)
 
 
 def warm(fn, bound_args, specialization, options, arch, warp_size):

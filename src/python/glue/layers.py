@@ -197,12 +197,33 @@ def tune(tuner, args, kwargs, progress, scratch=None, precompile=None):
     same key, pruning, benchmarking (Autotuner._bench with its hooks), disk cache, listener
     and printing as the installed Triton. `scratch` (a ScratchAllocator) serves the launches'
     global scratch when no Triton allocator is set (triton_allocator). `precompile(configs)`,
-    when given, compiles the pruned configs (in parallel, into Triton's cache) before they are
-    benchmarked one at a time, as Triton's loop benchmarks them (each compile there then finds
-    its kernel in the cache); it returns how many it compiled. Returns (config, key_str,
-    timings, from_cache, seconds, compile_seconds)."""
+    when given, compiles the pruned configs into Triton's cache before Triton's loop benchmarks
+    them one at a time (each compile there then finds its kernel in the cache): it returns
+    (wait, seconds), wait(i) returning once config i is compiled (its benchmark follows) and
+    seconds() the time the compiles took so far; the compiles may run in other processes while
+    the benchmarks do. Returns (config, key_str, timings, from_cache, seconds, compile_seconds,
+    benchmark_seconds)."""
     with triton_allocator(scratch):
         return _tune(tuner, args, kwargs, progress, precompile)
+
+
+def prepare_benchmarks():
+    """What a first tuning does before its first benchmark (triton_embed::prepare_tuning): torch
+    and Triton's benchmark imported, Triton's active driver started (its CUDA module built into
+    Triton's cache on first use) with torch's CUDA state."""
+    import torch  # noqa: F401
+    import triton.testing  # noqa: F401
+    from triton.runtime import driver
+
+    driver.active.get_current_device()
+
+
+def prunes_nothing(tuner):
+    """True when the tuner's pruning keeps every config whatever the call (no
+    prune_configs_by) and no disk cache may answer the tuning: its configs can be compiled
+    before its key is known."""
+    return tuner.early_config_prune is None and tuner.perf_model is None and not getattr(
+        tuner, "cache_results", False)
 
 
 def _tune(tuner, args, kwargs, progress, precompile=None):
@@ -215,12 +236,13 @@ def _tune(tuner, args, kwargs, progress, precompile=None):
     try:
         key = tuning_key(tuner, args, kwargs)
         if key in tuner.cache:
-            return tuner.cache[key], str(key), [], True, 0.0, 0.0
+            return tuner.cache[key], str(key), [], True, 0.0, 0.0, 0.0
         used_cached_result = False
         pruned_configs = tuner.prune_configs(kwargs)
         timings_out = []
         new_listener = _facts["autotune_listener"]
         compile_seconds = 0.0
+        bench_seconds = 0.0
 
         if new_listener and len(pruned_configs) == 1:
             tuner.cache[key] = pruned_configs[0]
@@ -228,22 +250,26 @@ def _tune(tuner, args, kwargs, progress, precompile=None):
         else:
 
             def benchmark():
-                nonlocal compile_seconds
+                nonlocal compile_seconds, bench_seconds
                 bench_start = time.time()
-                if precompile is not None:
-                    precompile(pruned_configs)
-                compile_seconds = time.time() - bench_start
+                compiles = precompile(pruned_configs) if precompile is not None else None
                 timings = {}
                 best, best_ms = None, float("inf")
                 for i, config in enumerate(pruned_configs):
+                    if compiles is not None:
+                        compiles[0](i)
+                    config_start = time.time()
                     t = tuner._bench(*args, config=config, **kwargs)
+                    bench_seconds += time.time() - config_start
                     timings[config] = t
                     ms = t[0] if isinstance(t, (list, tuple)) else t
                     if best is None or ms < best_ms:
                         best, best_ms = config, ms
+                    if compiles is not None:
+                        compile_seconds = compiles[1]()
                     if progress is not None:
                         progress(str(key), i + 1, len(pruned_configs), str(best), float(best_ms),
-                                 time.time() - bench_start, compile_seconds)
+                                 time.time() - bench_start, compile_seconds, bench_seconds)
                 bench_end = time.time()
                 tuner.bench_time = bench_end - bench_start
                 tuner.cache[key] = builtins.min(timings, key=timings.get)
@@ -280,8 +306,9 @@ def _tune(tuner, args, kwargs, progress, precompile=None):
             )
         seconds = 0.0 if used_cached_result else float(getattr(tuner, "bench_time", 0.0))
         if used_cached_result:
-            compile_seconds = 0.0
-        return config, str(key), timings_out, used_cached_result, seconds, compile_seconds
+            compile_seconds = bench_seconds = 0.0
+        return (config, str(key), timings_out, used_cached_result, seconds, compile_seconds,
+                bench_seconds)
     finally:
         tuner.nargs = None
 
