@@ -6,6 +6,7 @@ import os
 
 import triton
 import triton.language as tl
+
 from te_worker_kernels import CONFIGS, fake_bench
 
 if os.environ.get("TE_TEST_EXIT_IN_WORKERS_OF") == str(os.getppid()):

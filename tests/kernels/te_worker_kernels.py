@@ -4,6 +4,7 @@ which the tuning process shows whichever process compiled it."""
 
 import triton
 import triton.language as tl
+
 from te_tune_kernels import FAKE_MS, fake_bench
 
 CONFIGS = [triton.Config({"BLOCK": b}) for b in FAKE_MS]
