@@ -47,6 +47,9 @@ using Clock = std::chrono::steady_clock;
 constexpr uint8_t kReady = 0, kStarted = 1, kDone = 2, kFailed = 3;
 // What a job may print that this process keeps (the rest is dropped).
 constexpr size_t kMaxOutput = size_t{1} << 20;
+// A worker not started by then (Python started, Triton imported) is ended, and no other
+// starts: compiles stay in this process.
+constexpr std::chrono::seconds kStartLimit{120};
 
 // Bumped in a forked child, whose copy of the parent's pool has no thread: a job handed to it
 // before the fork never finishes there.
@@ -141,7 +144,7 @@ struct Worker {
   bool ready = false;
   uint64_t job = 0;  // in flight (0: none)
   std::shared_ptr<WorkerCompile> handle;
-  Clock::time_point idle_since{};
+  Clock::time_point started{}, idle_since{};
 };
 
 struct Pool {
@@ -155,6 +158,10 @@ struct Pool {
   bool thread_started = false;
   bool made = false;  // what a worker starts with (below) is known
   std::string python, bootstrap, init_first, init_rest;
+  // The environment a worker starts with: this process's when the pool was made, copied
+  // holding the GIL (Python changes it only holding the GIL; each job then brings the current
+  // one), so no spawn reads `environ` while another thread changes it.
+  std::vector<std::string> env;
   bool spawned_first = false;
   double idle_s = 30;
   WorkerStats stats;
@@ -272,8 +279,12 @@ bool start_worker(Pool& p) {
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   char* argv[] = {const_cast<char*>(p.python.c_str()), const_cast<char*>("-c"),
                   const_cast<char*>(p.bootstrap.c_str()), nullptr};
+  std::vector<char*> envp;
+  envp.reserve(p.env.size() + 1);
+  for (std::string& e : p.env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, p.python.c_str(), &fa, &attr, argv, environ);
+  const int rc = posix_spawn(&pid, p.python.c_str(), &fa, &attr, argv, envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   ::close(to[0]);
@@ -294,6 +305,7 @@ bool start_worker(Pool& p) {
   w->err = err[0];
   for (int fd : {w->to, w->from, w->out, w->err}) fcntl(fd, F_SETFL, O_NONBLOCK);
   w->wbuf = frame(0, p.spawned_first ? p.init_rest : p.init_first);
+  w->started = Clock::now();
   p.spawned_first = true;
   ++p.stats.started;
   ++p.stats.running;
@@ -429,6 +441,13 @@ void schedule(Pool& p) {
     w->wbuf += frame(j.id, j.payload);
     write_some(*w);
   }
+  for (auto& w : p.workers) {
+    if (w->pid > 0 && !w->ready && now - w->started >= kStartLimit) {
+      kill(w->pid, SIGKILL);
+      w->errbuf += "(not started after " + std::to_string(kStartLimit.count()) + " s: ended)";
+      worker_ended(p, *w);
+    }
+  }
   size_t starting = 0, alive = 0;
   for (auto& w : p.workers) {
     if (w->pid < 0) continue;
@@ -542,6 +561,8 @@ bool processes_wanted() {
 void make_start(Pool& p) {
   std::string python = python_executable();
   std::string bootstrap, first, rest;
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
   try {
     pyb::list modules;
     for (size_t i = 0; kGlueModules[i][0] != nullptr; ++i) {
@@ -561,6 +582,7 @@ void make_start(Pool& p) {
   p.bootstrap = std::move(bootstrap);
   p.init_first = std::move(first);
   p.init_rest = std::move(rest);
+  p.env = std::move(env);
   const size_t slash = p.python.rfind('/');
   const std::string base = slash == std::string::npos ? p.python : p.python.substr(slash + 1);
   if (p.python.empty() || access(p.python.c_str(), X_OK) != 0 || base.rfind("python", 0) != 0) {
