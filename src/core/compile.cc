@@ -54,10 +54,10 @@ class EntryBuild final : public OncePerKey::Build {
       : k_(k), opts_(opts), key_(key), hash_(hash), args_(args), leaves_(leaves) {}
   void* find() override { return k_.cache.table.find(key_, hash_); }
   void make() override {
-    wait_for_warm();
     for (SourceSlot slot : {SourceSlot::kBundles, SourceSlot::kJit}) {
       KernelSource* s = source(slot);
       if (s == nullptr) continue;
+      if (slot == SourceSlot::kJit) wait_for_warm();
       entry_ = s->build_entry(k_, opts_, key_, hash_, args_, leaves_);
       if (entry_) {
         entry_->process_local = key_.process_local != 0;

@@ -43,7 +43,8 @@ struct Walk {
   // The resolutions' epoch when a walk the memo of whole calls may keep began (odd: none).
   uint64_t epoch = 1;
   // A precompile's compiles handed to compile worker processes (core/compile.h, warm_entry),
-  // when the caller waits for them; nullptr: each compiles before the walk returns.
+  // when the caller waits for them; nullptr: none is handed over (each compiles here, before
+  // the walk returns, unless an earlier precompile handed it over already).
   PendingCompiles* pending = nullptr;
   // A precompile applies each config's pre_hook (a tuning benchmarks the call as hooked); a
   // warmup's does not (Autotuner.warmup compiles without it).

@@ -209,8 +209,12 @@ void python_warm_entry(KernelState& k, const InternedOptions& opts, const Key& k
   if (elsewhere != nullptr && py::worker_processes_enabled()) {
     std::string job = worker_job(k, opts, key, args, leaves);
     if (!job.empty()) {
-      *elsewhere = py::submit_to_workers(std::move(job));
-      return;
+      std::shared_ptr<PendingCompile> handed = py::submit_to_workers(std::move(job));
+      if (!handed->finished() || handed->compiled()) {
+        *elsewhere = std::move(handed);
+        return;
+      }
+      // Refused at once (no worker starts): compiled here.
     }
   }
   const PythonCompile c = python_compile(k, opts, args, leaves);

@@ -5,6 +5,8 @@
 
 #include "python/layers.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -57,13 +59,23 @@ std::function<void(const TuningProgress&)>& callback() {
 // prepare_tuning's background import: a tuning waits for it to end rather than import the same
 // beside it (both would start Triton's driver).
 struct Preparing {
-  std::mutex mu;
+  std::mutex start_mu;  // held while one thread starts it
+  std::mutex mu;        // guards the flags
   std::condition_variable cv;
   bool started = false, done = false;
 };
+std::atomic<Preparing*> g_preparing{nullptr};
 Preparing& preparing() {
-  static Preparing* p = new Preparing();
-  return *p;
+  static const bool registered = [] {
+    g_preparing.store(new Preparing(), std::memory_order_release);  // never destroyed
+    // A forked child has no such thread (and maybe a locked mutex): it starts from a new one,
+    // none started.
+    pthread_atfork(nullptr, nullptr,
+                   [] { g_preparing.store(new Preparing(), std::memory_order_release); });
+    return true;
+  }();
+  (void)registered;
+  return *g_preparing.load(std::memory_order_acquire);
 }
 void wait_prepared() {
   Preparing& p = preparing();
@@ -343,17 +355,29 @@ std::vector<uint64_t> config_ids(KernelState& k, pyb::handle configs) {
 // (a config's compiles are waited for before its benchmark, while the later ones go on
 // compiling), or compiled on this process's compile workers first.
 struct ConfigCompiles {
+  KernelState* k = nullptr;  // the tuning's (alive while it runs, as is this)
+  const TuneLayer* t = nullptr;
+  const Frame* f = nullptr;
   std::vector<uint64_t> ids;
   std::vector<PendingCompiles> pending;  // per config, those handed to worker processes
   std::chrono::steady_clock::time_point start;
-  double here_seconds = 0;  // compiling here (all, or what no worker could take)
+  double here_seconds = 0;  // compiling here: from the start to the end of the last one
   size_t workers = 1;
   bool processes = false;
 
-  // Returns once config i's compiles finished (the GIL released while waiting).
-  void wait(size_t i) const {
+  double since_start() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  // Returns once config i's compiles finished (the GIL released while waiting). One that did
+  // not compile there (a worker that ended, a kernel it could not import, Triton's error) is
+  // compiled here first, as on threads; its error, if any, is met by its benchmark.
+  void wait(size_t i) {
     if (i >= pending.size()) return;
-    for (const auto& p : pending[i]) p->wait();
+    bool here = false;
+    for (const auto& p : pending[i]) here = !p->wait() || here;
+    if (!here) return;
+    precompile_configs(*k, *t, *f, {ids[i]});
+    here_seconds = std::max(here_seconds, since_start());
   }
   // How long the compiles took so far: from the start to the last that finished.
   double seconds() const {
@@ -372,14 +396,16 @@ struct ConfigCompiles {
 std::shared_ptr<ConfigCompiles> start_config_compiles(KernelState& k, const TuneLayer& t,
                                                       const Frame& f, std::vector<uint64_t> ids) {
   auto c = std::make_shared<ConfigCompiles>();
+  c->k = &k;
+  c->t = &t;
+  c->f = &f;
   c->ids = std::move(ids);
   c->start = std::chrono::steady_clock::now();
   c->workers = std::min(compile_workers(), c->ids.size());
   c->processes = py::worker_processes_enabled();
   precompile_configs(k, t, f, c->ids, c->processes ? &c->pending : nullptr);
-  c->here_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - c->start).count();
-  if (c->processes) c->here_seconds = 0;  // handed over at once; timed by their results
+  // What was compiled here (all on threads; on processes, what no worker could take).
+  c->here_seconds = c->since_start();
   return c;
 }
 
@@ -758,28 +784,38 @@ void set_tuning_callback(std::function<void(const TuningProgress&)> cb) {
 void prepare_tuning() {
   detail::py::ensure_runtime();
   detail::Preparing& p = detail::preparing();
+  std::lock_guard<std::mutex> start_lock(p.start_mu);  // one starts it
   {
     std::lock_guard<std::mutex> lock(p.mu);
     if (p.started) return;
-    p.started = true;
   }
-  std::thread([&p] {
-    namespace py = detail::py;
-    {
-      py::InFlight in_flight;  // an exit meanwhile waits for it
-      if (!py::closed()) {
-        py::Gil gil;
-        try {
-          py::glue().attr("prepare_benchmarks")();
-        } catch (detail::pyb::error_already_set&) {
-          // Left to the tuning, which imports the same and raises what fails as its own error.
+  std::thread thread;
+  try {
+    thread = std::thread([&p] {
+      namespace py = detail::py;
+      {
+        py::InFlight in_flight;  // an exit meanwhile waits for it
+        if (!py::closed()) {
+          py::Gil gil;
+          try {
+            py::glue().attr("prepare_benchmarks")();
+          } catch (detail::pyb::error_already_set&) {
+            // Left to the tuning, which imports the same and raises what fails as its own error.
+          }
         }
       }
-    }
+      std::lock_guard<std::mutex> lock(p.mu);
+      p.done = true;
+      p.cv.notify_all();
+    });
+  } catch (const std::system_error&) {
+    return;  // no thread: the first tuning imports what it needs itself
+  }
+  {
     std::lock_guard<std::mutex> lock(p.mu);
-    p.done = true;
-    p.cv.notify_all();
-  }).detach();
+    p.started = true;  // only once there is a thread to wait for
+  }
+  thread.detach();
 }
 
 }  // namespace triton_embed

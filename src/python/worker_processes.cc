@@ -58,11 +58,16 @@ std::atomic<uint64_t> g_generation{0};
 class WorkerCompile final : public PendingCompile {
  public:
   bool wait() override;
+  // Handed to the pool of the process this one forked from: it never finishes here, so it
+  // reads as finished, not compiled.
+  bool stale() const noexcept {
+    return generation_ != g_generation.load(std::memory_order_acquire);
+  }
   bool finished() const noexcept override {
-    return state_.load(std::memory_order_acquire) != kPending;
+    return stale() || state_.load(std::memory_order_acquire) != kPending;
   }
   bool compiled() const noexcept override {
-    return state_.load(std::memory_order_acquire) == kCompiled;
+    return !stale() && state_.load(std::memory_order_acquire) == kCompiled;
   }
   std::chrono::steady_clock::time_point finished_at() const noexcept override {
     return finished_at_;
@@ -87,21 +92,23 @@ class WorkerCompile final : public PendingCompile {
 void WorkerCompile::finish(bool compiled, std::string result, std::string out, std::string err) {
   std::lock_guard<std::mutex> lock(mu_);
   finished_at_ = Clock::now();
-  result_ = std::move(result);
-  out_ = std::move(out);
-  err_ = std::move(err);
+  if (compiled) {  // a compile that failed there is shown by its compile here: nothing kept
+    result_ = std::move(result);
+    out_ = std::move(out);
+    err_ = std::move(err);
+  }
   state_.store(compiled ? kCompiled : kNotCompiled, std::memory_order_release);
   cv_.notify_all();
 }
 
 bool WorkerCompile::wait() {
-  if (generation_ != g_generation.load(std::memory_order_acquire)) return false;
+  if (stale()) return false;
   if (!finished()) {
     ReleaseGilIfHeld no_gil;
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return finished(); });
   }
-  if (state_.load(std::memory_order_acquire) != kCompiled) return false;
+  if (!compiled()) return false;
   if (!delivered_.exchange(true)) {
     deliver();
     // Shown once: nothing of it is kept (a handle lives as long as its kernel's cache).
@@ -115,17 +122,18 @@ bool WorkerCompile::wait() {
 // What the compile showed there, shown here: its Python warnings raised here (this process's
 // filters decide), what it printed written to sys.stdout and sys.stderr.
 void WorkerCompile::deliver() {
+  InFlight in_flight;
   if (closed()) return;
   Gil gil;
   try {
     glue().attr("worker_result")(pyb::bytes(result_));
     pyb::module_ sys = pyb::module_::import("sys");
-    if (!out_.empty())
-      sys.attr("stdout").attr("write")(
-          pyb::str(pyb::bytes(out_).attr("decode")("utf-8", "replace")));
-    if (!err_.empty())
-      sys.attr("stderr").attr("write")(
-          pyb::str(pyb::bytes(err_).attr("decode")("utf-8", "replace")));
+    for (auto [text, stream] :
+         {std::pair<const std::string*, const char*>{&out_, "stdout"}, {&err_, "stderr"}}) {
+      pyb::object to = sys.attr(stream);
+      if (text->empty() || to.is_none()) continue;  // None: where Python prints nothing
+      to.attr("write")(pyb::bytes(*text).attr("decode")("utf-8", "replace"));
+    }
   } catch (pyb::error_already_set& e) {
     throw PythonError("a compile worker's warnings, raised here, failed:\n" + format_exception(e));
   }
@@ -262,6 +270,14 @@ bool start_worker(Pool& p) {
   from[1] = high(from[1]);
   out[1] = high(out[1]);
   err[1] = high(err[1]);
+  if (to[0] < 0 || from[1] < 0 || out[1] < 0 || err[1] < 0) {
+    const std::string why = std::string("fcntl: ") + std::strerror(errno);
+    for (int fd : {to[0], to[1], from[0], from[1], out[0], out[1], err[0], err[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
+    make_unavailable(p, "no compile worker process could start (" + why + ")");
+    return false;
+  }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -325,14 +341,18 @@ void write_some(Worker& w) {
   }
 }
 
-// Reads what is there; false at the end of the stream (or an error).
+// Reads what is there; false at the end of the stream (or an error). Beyond `cap` bytes the
+// rest is dropped, and said once at the end of what is kept.
 bool read_some(int fd, std::string& into, size_t cap) {
+  static constexpr char kCut[] =
+      "\n[triton_embed: the rest of a compile worker's output was cut]\n";
   char buf[65536];
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n > 0) {
       const size_t room = into.size() < cap ? cap - into.size() : 0;
       into.append(buf, std::min(static_cast<size_t>(n), room));
+      if (static_cast<size_t>(n) > room && into.size() == cap) into += kCut;
       continue;
     }
     if (n == 0) return false;
@@ -507,11 +527,13 @@ void run(Pool* pp) {
         fds.push_back({w->to, POLLOUT, 0});
         owner.push_back(w.get());
       }
-      if (w->ready && w->job == 0) {
-        const auto left =
-            w->idle_since +
-            std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(p.idle_s)) -
-            now;
+      if (w->pid > 0 && (!w->ready || w->job == 0)) {
+        // Its next deadline: to have started, or to end idle.
+        const Clock::time_point deadline =
+            w->ready ? w->idle_since + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(p.idle_s))
+                     : w->started + kStartLimit;
+        const auto left = deadline - now;
         const int ms = static_cast<int>(std::max<int64_t>(
             1, std::chrono::duration_cast<std::chrono::milliseconds>(left).count() + 1));
         timeout_ms = timeout_ms < 0 ? ms : std::min(timeout_ms, ms);

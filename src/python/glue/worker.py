@@ -33,6 +33,9 @@ READY, STARTED, DONE, FAILED = 0, 1, 2, 3
 # modules (as src/python/cpython.cc does here) and serves.
 BOOTSTRAP = r"""
 import importlib.machinery, os, pickle, struct, sys, types
+os.closerange(5, os.sysconf("SC_OPEN_MAX"))  # none of the parent's other descriptors
+os.set_inheritable(3, False)  # a program the compile starts holds neither pipe of ours
+os.set_inheritable(4, False)
 def _read(n):
     data = b""
     while len(data) < n:
@@ -141,10 +144,14 @@ def worker_job(fn, bound_args, specialization, options, arch, warp_size, for_lau
     also builds what Triton's launcher builds on first use in this process."""
     import io
 
+    from triton import knobs
+
     from .compile import run_options
 
     ref = _ref(fn)
-    if ref is None:
+    # A stages inspection hook changes the pipeline in this process only (Triton 3.6 keeps it
+    # out of the cache key): such compiles stay here.
+    if ref is None or knobs.runtime.add_stages_inspection_hook is not None:
         return None
     job = {
         "module": ref[0],
@@ -160,7 +167,7 @@ def worker_job(fn, bound_args, specialization, options, arch, warp_size, for_lau
     buf = io.BytesIO()
     try:
         _JobPickler(buf, protocol=4).dump(job)
-    except (pickle.PicklingError, TypeError, AttributeError):
+    except Exception:  # noqa: BLE001  a value that does not pickle: compiled here
         return None
     # This process's imports and environment (what Triton's knobs read), set before the job's
     # values are read there (they may import the kernel's module).
@@ -272,7 +279,7 @@ def _warm_launch(kernel, warm_driver):
             driver.CudaUtils()
         if _facts["launcher_per_signature"]:
             driver.CudaLauncher(kernel.src, kernel.metadata)
-    except (AssertionError, OSError, RuntimeError, ImportError):
+    except Exception:  # noqa: BLE001  the kernel compiled; its launcher is built where it launches
         pass
 
 
