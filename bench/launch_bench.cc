@@ -583,13 +583,16 @@ int run_first_launch() {
 
 // The first launch of tuning_kernels.tma_matmul_48 at SIZE x SIZE x SIZE (fp16, on a grid of
 // at most SMS programs) in a new
-// process: its 48 configs compiled (on compile_workers() threads) and benchmarked one at a time
+// process: its 48 configs compiled (on the compile workers) and benchmarked one at a time
 // by Triton's Autotuner, then the chosen config's launch. bench/tuning_bench.py runs it with an
-// empty Triton cache, against Triton's Autotuner in Python on the same kernel.
-int run_tune_matmul(int64_t size, int64_t sms) {
+// empty Triton cache, against Triton's Autotuner in Python on the same kernel. `prepared`: the
+// program prepares the tuning (prepare_tuning(true): torch imported, Triton's driver started)
+// before its setup, as a Python program has imported torch before its first launch.
+int run_tune_matmul(int64_t size, int64_t sms, bool prepared) {
   const auto t0 = Clock::now();
   init();
   const te::JitFunction k("tuning_kernels", "tma_matmul_48");
+  if (prepared) te::prepare_tuning(true);
   const at::TensorOptions f16 = at::TensorOptions().dtype(at::kHalf).device(at::kCUDA);
   at::Tensor a = at::randn({size, size}, f16), b = at::randn({size, size}, f16);
   at::Tensor c = at::empty({size, size}, f16);
@@ -715,14 +718,16 @@ int main(int argc, char** argv) {
     if (mode == "gpu" && argc > 2) return run_gpu(argv[2], argc > 3 ? argv[3] : nullptr);
     if (mode == "first-launch") return run_first_launch();
     if (mode == "tune-matmul" && argc > 3) {
-      return run_tune_matmul(std::atoll(argv[2]), std::atoll(argv[3]));
+      return run_tune_matmul(std::atoll(argv[2]), std::atoll(argv[3]),
+                             argc > 4 && std::string(argv[4]) == "prepared");
     }
     if (mode == "host-path" && argc > 2) return run_host_path(std::atol(argv[2]));
     if (mode == "host-path-tma" && argc > 2) return run_host_path_tma(std::atol(argv[2]));
-    std::fprintf(stderr,
-                 "usage: %s gpu OUT.json [BUNDLE] | first-launch | tune-matmul SIZE SMS | "
-                 "host-path CALLS | host-path-tma CALLS\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s gpu OUT.json [BUNDLE] | first-launch | tune-matmul SIZE SMS [prepared] | "
+        "host-path CALLS | host-path-tma CALLS\n",
+        argv[0]);
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -8,6 +8,8 @@ Rows (each against the serial path on the same machine, empty caches on both sid
   - the first launch of tuning_kernels.tma_matmul_48 (48 configs) from C++ (launch_bench
     tune-matmul) against Triton's Autotuner in Python (kernel[grid](...)) on the same kernel,
     with the configs compiled on worker processes (the default), on as many threads, and on one;
+    then both again with the program prepared before the launch (Python: torch and Triton's
+    benchmark imported, Triton's driver started; C++: prepare_tuning(true), which does that);
   - `triton-embed-bundle tune` of row_softmax at 17 row lengths (17 tuning keys x 6 configs);
   - `triton-embed-bundle build` of 100 calls of row_normalize for 3 targets;
   - (--rows scaling) the 48 configs compiled by threads and by processes of Python's own pools.
@@ -78,12 +80,18 @@ def _matmul_setup(size):
     return tk, descs, sms, (a, b, c)
 
 
-def child_python_autotune(size):
-    """Triton's Autotuner in Python: the first launch of tma_matmul_48."""
+def child_python_autotune(size, prepared=False):
+    """Triton's Autotuner in Python: the first launch of tma_matmul_48. `prepared`: Triton's
+    benchmark imported and its driver started before it, as prepare_tuning(true) does in C++."""
     import torch
     import triton
 
     tk, descs, sms, keep = _matmul_setup(size)
+    if prepared:
+        import triton.testing  # noqa: F401
+        from triton.runtime import driver
+
+        driver.active.get_current_device()
     kern = tk.tma_matmul_48
     grid = lambda m: (min(sms, triton.cdiv(size, m["BLOCK_M"]) * triton.cdiv(size, m["BLOCK_N"])),)  # noqa: E731
     t = time.time()
@@ -182,7 +190,7 @@ def main():
     if a.child is not None:
         kind = a.child[0]
         if kind == "python_autotune":
-            r = child_python_autotune(int(a.child[1]))
+            r = child_python_autotune(int(a.child[1]), a.child[2:] == ["prepared"])
         else:
             r = child_compile(kind, int(a.child[1]))
         print(json.dumps(r), flush=True)
@@ -211,8 +219,23 @@ def main():
                 cpp[name]["stderr"] = err[-6000:]
             print("C++ tune, %s" % name, {k: v for k, v in cpp[name].items() if k != "stderr"},
                   flush=True)
+        # Both programs prepared before the first launch: Python's has imported torch (as
+        # above) and Triton's benchmark, and started Triton's driver; the C++ one has called
+        # prepare_tuning(true), which does the same in its interpreter.
+        py_prepared = run_child(["python_autotune", str(a.size), "prepared"], fresh_env())
+        print("python autotune, prepared", py_prepared, flush=True)
+        wall, out, err = timed([bench, "tune-matmul", str(a.size), str(py["sms"]), "prepared"],
+                               fresh_env(cpus))
+        cpp["prepared"] = last_json(out)
+        cpp["prepared"]["process_s"] = wall
+        if VERBOSE:
+            cpp["prepared"]["stderr"] = err[-6000:]
+        print("C++ tune, processes, prepared", {k: v for k, v in cpp["prepared"].items() if k != "stderr"},
+              flush=True)
         res["matmul"] = {"python": py, "cpp_parallel": cpp["processes"], "cpp_threads": cpp["threads"],
-                         "cpp_serial": cpp["serial"],
+                         "cpp_serial": cpp["serial"], "python_prepared": py_prepared,
+                         "cpp_prepared": cpp["prepared"],
+                         "prepared_ratio_vs_python": py_prepared["tune_s"] / cpp["prepared"]["tune_s"],
                          "ratio_vs_python": py["tune_s"] / cpp["processes"]["tune_s"],
                          "ratio_vs_serial": cpp["serial"]["tune_s"] / cpp["processes"]["tune_s"],
                          "threads_ratio_vs_python": py["tune_s"] / cpp["threads"]["tune_s"]}
@@ -262,7 +285,12 @@ def main():
                   % (cpus, m["cpp_parallel"]["compile_s"], m["cpp_parallel"]["tune_s"]),
                   "| ratio vs Python / vs 1 worker (processes) | %.2fx / %.2fx |"
                   % (m["ratio_vs_python"], m["ratio_vs_serial"]),
-                  "| ratio vs Python (threads) | %.2fx |" % m["threads_ratio_vs_python"], ""]
+                  "| ratio vs Python (threads) | %.2fx |" % m["threads_ratio_vs_python"],
+                  "| both programs prepared before the launch: Triton's Autotuner in Python | %.2f |"
+                  % m["python_prepared"]["tune_s"],
+                  "| both programs prepared: triton_embed from C++ (prepare_tuning(true)), %d worker "
+                  "processes | %.2f |" % (cpus, m["cpp_prepared"]["tune_s"]),
+                  "| ratio vs Python, both prepared | %.2fx |" % m["prepared_ratio_vs_python"], ""]
     for row in ("tune", "build"):
         if row in res:
             r = res[row]

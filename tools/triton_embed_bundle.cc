@@ -147,7 +147,7 @@ std::string loaded_library_dir(const char* soname) {
 
 using SetTuningCallback = void (*)(std::function<void(const triton_embed::TuningProgress&)>);
 SetTuningCallback g_set_tuning_callback = nullptr;  // set by load_jit_layer
-void (*g_prepare_tuning)() = nullptr;               // likewise
+void (*g_prepare_tuning)(bool) = nullptr;           // likewise
 
 // Loads libpython, then the JIT layer (libtriton_embed.so, from the directory of the runtime
 // library this tool runs with: both trees keep the two side by side). Never unloaded.
@@ -179,7 +179,7 @@ void load_jit_layer() {
   g_set_tuning_callback = reinterpret_cast<SetTuningCallback>(
       dlsym(lib, "_ZN12triton_embed19set_tuning_callbackESt8functionIFvRKNS_14TuningProgressEEE"));
   g_prepare_tuning =
-      reinterpret_cast<void (*)()>(dlsym(lib, "_ZN12triton_embed14prepare_tuningEv"));
+      reinterpret_cast<void (*)(bool)>(dlsym(lib, "_ZN12triton_embed14prepare_tuningEb"));
 }
 
 // Runs f(); an error it throws is thrown again, of the same type, with `where` before its
@@ -578,7 +578,7 @@ int build_or_tune(const std::vector<std::string>& args, bool tune) {
   te::initialize(options);
   // Tuning on the GPU imports torch for Triton's benchmark: begun now, while the calls are
   // planned and compiled, not when the first tuning starts.
-  if (tune && g_prepare_tuning != nullptr && te::cuda_available()) g_prepare_tuning();
+  if (tune && g_prepare_tuning != nullptr && te::cuda_available()) g_prepare_tuning(false);
   if (tune) {
     // Progress on stderr: kernel, key, configs done of total, the best so far.
     if (g_set_tuning_callback == nullptr) {

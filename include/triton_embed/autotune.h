@@ -92,13 +92,16 @@ TRITON_EMBED_API void set_tuning_callback(std::function<void(const TuningProgres
 
 /*! \brief Starts, on a background thread, what the first tuning of this process would do before
  *  its first benchmark: importing torch and Triton's benchmark into the embedded interpreter and
- *  starting Triton's CUDA driver (seconds, mostly torch's import). Returns at once; calls after
- *  the first do nothing. A program that will tune (triton-embed-bundle tune does) calls it
- *  early, so that its first tuning does not wait for that; a failure there is left to the
- *  tuning, which meets it and raises it. Needs the JIT layer (libtriton_embed.so).
+ *  starting Triton's CUDA driver (seconds, mostly torch's import). Returns at once, or with
+ *  \p wait once that has ended (a server that says it is ready only then); a later call starts
+ *  nothing again (with \p wait it waits for the first). A program that will tune
+ *  (triton-embed-bundle tune does) calls it early, so that its first tuning does not wait for
+ *  that; a failure there is left to the tuning, which meets it and raises it. Needs the JIT
+ *  layer (libtriton_embed.so).
  *  \code
- *  triton_embed::prepare_tuning();   // at start-up; the first tuned launch comes later
+ *  triton_embed::prepare_tuning();       // at start-up; the first tuned launch comes later
+ *  triton_embed::prepare_tuning(true);   // or: returns once torch is imported
  *  \endcode */
-TRITON_EMBED_API void prepare_tuning();
+TRITON_EMBED_API void prepare_tuning(bool wait = false);
 
 }  // namespace triton_embed

@@ -84,6 +84,37 @@ void wait_prepared() {
   p.cv.wait(lock, [&] { return !p.started || p.done; });
 }
 
+// prepare_tuning's thread started (the caller holds p.start_mu); none when no thread can be
+// made (the first tuning then imports what it needs itself).
+void start_preparing(Preparing& p) {
+  std::thread thread;
+  try {
+    thread = std::thread([&p] {
+      {
+        py::InFlight in_flight;  // an exit meanwhile waits for it
+        if (!py::closed()) {
+          py::Gil gil;
+          try {
+            py::glue().attr("prepare_benchmarks")();
+          } catch (pyb::error_already_set&) {
+            // Left to the tuning, which imports the same and raises what fails as its own error.
+          }
+        }
+      }
+      std::lock_guard<std::mutex> lock(p.mu);
+      p.done = true;
+      p.cv.notify_all();
+    });
+  } catch (const std::system_error&) {
+    return;  // no thread: the first tuning imports what it needs itself
+  }
+  {
+    std::lock_guard<std::mutex> lock(p.mu);
+    p.started = true;  // only once there is a thread to wait for
+  }
+  thread.detach();
+}
+
 // Tuning runs one at a time per device, so configurations are timed on an idle GPU.
 std::mutex& device_tuning_mutex(int device) {
   static std::mutex* mus = new std::mutex[64];
@@ -781,41 +812,18 @@ void set_tuning_callback(std::function<void(const TuningProgress&)> cb) {
   detail::callback() = std::move(cb);
 }
 
-void prepare_tuning() {
+void prepare_tuning(bool wait) {
   detail::py::ensure_runtime();
   detail::Preparing& p = detail::preparing();
-  std::lock_guard<std::mutex> start_lock(p.start_mu);  // one starts it
   {
-    std::lock_guard<std::mutex> lock(p.mu);
-    if (p.started) return;
+    std::lock_guard<std::mutex> start_lock(p.start_mu);  // one starts it
+    std::unique_lock<std::mutex> lock(p.mu);
+    if (!p.started) {
+      lock.unlock();
+      detail::start_preparing(p);
+    }
   }
-  std::thread thread;
-  try {
-    thread = std::thread([&p] {
-      namespace py = detail::py;
-      {
-        py::InFlight in_flight;  // an exit meanwhile waits for it
-        if (!py::closed()) {
-          py::Gil gil;
-          try {
-            py::glue().attr("prepare_benchmarks")();
-          } catch (detail::pyb::error_already_set&) {
-            // Left to the tuning, which imports the same and raises what fails as its own error.
-          }
-        }
-      }
-      std::lock_guard<std::mutex> lock(p.mu);
-      p.done = true;
-      p.cv.notify_all();
-    });
-  } catch (const std::system_error&) {
-    return;  // no thread: the first tuning imports what it needs itself
-  }
-  {
-    std::lock_guard<std::mutex> lock(p.mu);
-    p.started = true;  // only once there is a thread to wait for
-  }
-  thread.detach();
+  if (wait) detail::wait_prepared();
 }
 
 }  // namespace triton_embed

@@ -307,6 +307,18 @@ TEST_F(ParallelTuning, IdleWorkersEnd) {
   EXPECT_GT(tt::worker_counts().started, started);
 }
 
+// prepare_tuning(true) returns once what a first tuning imports is imported (here, compile-only,
+// Triton's driver cannot start: that is left to a tuning); a second call starts nothing again and
+// returns too.
+TEST_F(ParallelTuning, PrepareTuningWaitsForItsImport) {
+  te_test::run("import sys\nsys.modules.pop('triton.testing', None)");
+  te::prepare_tuning(true);
+  EXPECT_EQ(te_test::repr_of("'triton.testing' in sys.modules and 'torch' in sys.modules"), "True");
+  te_test::run("sys.modules.pop('triton.testing', None)");
+  te::prepare_tuning(true);
+  EXPECT_EQ(te_test::repr_of("'triton.testing' in sys.modules"), "False");
+}
+
 // set_compile_workers: a count, 0 for the default (TRITON_EMBED_COMPILE_WORKERS, else the CPUs
 // this process may run on), and a refusal beyond 4096. Run again with the variable set
 // (compile_workers_env).
