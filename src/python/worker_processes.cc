@@ -22,6 +22,8 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -45,6 +47,10 @@ using Clock = std::chrono::steady_clock;
 
 // A frame's status byte (glue/worker.py).
 constexpr uint8_t kReady = 0, kStarted = 1, kDone = 2, kFailed = 3;
+// What a worker writes to its standard output and error as a job's compile starts (START_MARK in
+// glue/worker.py): the job's output is what follows it.
+constexpr char kStartMarkBytes[] = "\x00\x1e[triton_embed: compile started]\x1e\x00";
+constexpr std::string_view kStartMark{kStartMarkBytes, sizeof kStartMarkBytes - 1};
 // What a job may print that this process keeps (the rest is dropped).
 constexpr size_t kMaxOutput = size_t{1} << 20;
 // A worker not started by then (Python started, Triton imported) is ended, and no other
@@ -407,10 +413,12 @@ void on_frame(Pool& p, Worker& w, uint64_t id, uint8_t status, std::string paylo
   }
   if (id != w.job) return;
   drain_output(w);
-  if (status == kStarted) {  // what it printed so far was its own (imports), not the compile's
-    w.outbuf.clear();
-    w.errbuf.clear();
-    return;
+  if (status == kStarted) return;  // its output may hold the compile's already: see its mark
+  // What it printed before the compile's mark was its own (imports), not the compile's (a buffer
+  // cut before the mark keeps what it holds).
+  for (std::string* buf : {&w.outbuf, &w.errbuf}) {
+    const size_t at = buf->rfind(kStartMark);
+    if (at != std::string::npos) buf->erase(0, at + kStartMark.size());
   }
   const bool compiled = status == kDone;
   if (compiled) {

@@ -1,6 +1,7 @@
 """Kernels of test_parallel_tuning's compile worker process tests (compile-only, te_tune_kernels'
 fake timings): each config's compile of worker_printing_kernel prints a line (tl.static_print),
-which the tuning process shows whichever process compiled it."""
+which the tuning process shows whichever process compiled it. Importing the module prints a line
+too, which is not a compile's: a worker importing it for a job does not show it."""
 
 import triton
 import triton.language as tl
@@ -8,6 +9,8 @@ import triton.language as tl
 from te_tune_kernels import FAKE_MS, fake_bench
 
 CONFIGS = [triton.Config({"BLOCK": b}) for b in FAKE_MS]
+
+print("te_worker_kernels imported")
 
 
 @triton.autotune(configs=CONFIGS, key=["n"], do_bench=fake_bench)

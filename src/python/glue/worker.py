@@ -11,9 +11,12 @@ standard output and error go to a third pipe. A frame is a little-endian u32 siz
 job id, then (out only) a status byte, then the payload. The first frame in holds worker_init's
 payload: the modules of this package a worker needs (it loads them as this process does), the
 installed Triton's facts and version. Each later frame is a job: worker_job's payload. The
-worker answers READY once it started, then for each job STARTED (what it printed before that,
-importing the kernel's module, is dropped) and DONE or FAILED with a result (worker_result reads
-it here). Parent side here: worker_init, worker_job, worker_result. Worker side: serve.
+worker answers READY once it started, then for each job STARTED and DONE or FAILED with a result
+(worker_result reads it here). Before STARTED it writes START_MARK to its standard output and
+error: what comes before the mark in either (importing the kernel's module) is dropped here,
+what comes after it is the compile's (the mark orders the two within each stream, which no
+reading of two pipes at two moments could). Parent side here: worker_init, worker_job,
+worker_result. Worker side: serve.
 """
 
 import os
@@ -28,6 +31,9 @@ PACKAGE = "_triton_embed_glue"
 # The package's modules a worker runs, each after those it imports.
 WORKER_MODULES = ("triton_facts", "kernels", "compile", "worker")
 READY, STARTED, DONE, FAILED = 0, 1, 2, 3
+# Written to a worker's standard output and error as a job's compile starts (kStartMark in
+# worker_processes.cc: the same bytes).
+START_MARK = b"\x00\x1e[triton_embed: compile started]\x1e\x00"
 
 # The program a worker starts with (python -c): reads the first frame, makes the package of its
 # modules (as src/python/cpython.cc does here) and serves.
@@ -224,6 +230,15 @@ def _send(job_id, status, payload=b""):
         frame = frame[os.write(4, frame):]
 
 
+def _mark_start():
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for fd in (1, 2):
+        mark = START_MARK
+        while mark:
+            mark = mark[os.write(fd, mark):]
+
+
 def _die_with_parent():
     """Ends this worker when the thread that started it ends (Linux), and ignores Ctrl-C (the
     parent gets it: the terminal sends it to the whole process group)."""
@@ -352,6 +367,7 @@ def serve(init):
         except BaseException:  # noqa: BLE001
             _send(job_id, FAILED, pickle.dumps({"error": traceback.format_exc()}, protocol=4))
             continue
+        _mark_start()
         _send(job_id, STARTED)
         job["warm_driver"] = job["for_launch"] and warm_driver
         warm_driver = warm_driver and not job["for_launch"]
