@@ -208,10 +208,16 @@ def main():
         py = run_child(["python_autotune", str(a.size)], fresh_env())
         print("python autotune", py, flush=True)
         cpp = {}
-        # Worker processes (the default), the same count of threads, one worker (serial).
-        for name, workers, processes in (("processes", cpus, True), ("threads", cpus, False),
-                                         ("serial", 1, True)):
-            wall, out, err = timed([bench, "tune-matmul", str(a.size), str(py["sms"])],
+        # Worker processes (the default), the same count of threads, one worker (serial); then
+        # worker processes again with both programs prepared before the first launch: Python's
+        # has imported torch (as above) and Triton's benchmark, and started Triton's driver; the
+        # C++ one has called prepare_tuning(true), which does the same in its interpreter.
+        py_prepared = run_child(["python_autotune", str(a.size), "prepared"], fresh_env())
+        print("python autotune, prepared", py_prepared, flush=True)
+        runs = (("processes", cpus, True, []), ("threads", cpus, False, []), ("serial", 1, True, []),
+                ("prepared", cpus, True, ["prepared"]))
+        for name, workers, processes, extra in runs:
+            wall, out, err = timed([bench, "tune-matmul", str(a.size), str(py["sms"])] + extra,
                                    fresh_env(workers, processes))
             cpp[name] = last_json(out)
             cpp[name]["process_s"] = wall
@@ -219,19 +225,6 @@ def main():
                 cpp[name]["stderr"] = err[-6000:]
             print("C++ tune, %s" % name, {k: v for k, v in cpp[name].items() if k != "stderr"},
                   flush=True)
-        # Both programs prepared before the first launch: Python's has imported torch (as
-        # above) and Triton's benchmark, and started Triton's driver; the C++ one has called
-        # prepare_tuning(true), which does the same in its interpreter.
-        py_prepared = run_child(["python_autotune", str(a.size), "prepared"], fresh_env())
-        print("python autotune, prepared", py_prepared, flush=True)
-        wall, out, err = timed([bench, "tune-matmul", str(a.size), str(py["sms"]), "prepared"],
-                               fresh_env(cpus))
-        cpp["prepared"] = last_json(out)
-        cpp["prepared"]["process_s"] = wall
-        if VERBOSE:
-            cpp["prepared"]["stderr"] = err[-6000:]
-        print("C++ tune, processes, prepared", {k: v for k, v in cpp["prepared"].items() if k != "stderr"},
-              flush=True)
         res["matmul"] = {"python": py, "cpp_parallel": cpp["processes"], "cpp_threads": cpp["threads"],
                          "cpp_serial": cpp["serial"], "python_prepared": py_prepared,
                          "cpp_prepared": cpp["prepared"],
